@@ -1,0 +1,17 @@
+"""ALBERT for TensorFlow 2 and Keras 3."""
+
+import os
+
+# Layers here are written for the TensorFlow backend.
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+from albert_tf.config import AlbertConfig, PRESETS, SHARE_MODES  # noqa: E402
+from albert_tf.embedding import AlbertEmbedding  # noqa: E402
+from albert_tf.encoder import AlbertEncoder  # noqa: E402
+from albert_tf.transformer import (  # noqa: E402
+    FeedForwardSubBlock, SelfAttentionSubBlock, TransformerBlock)
+
+__all__ = [
+    "AlbertConfig", "AlbertEmbedding", "AlbertEncoder", "FeedForwardSubBlock",
+    "PRESETS", "SHARE_MODES", "SelfAttentionSubBlock", "TransformerBlock",
+]

@@ -1,0 +1,261 @@
+"""`AlbertConfig`: the model hyperparameters, with the official field names.
+
+The field names are those of the official `albert_config.json`, so a released
+config file loads as is. Two fields are added: `layer_norm_epsilon` (the official
+code hard-codes 1e-12) and `share`, which selects the paper's cross-layer sharing
+ablations:
+
+- `"all"`: attention and FFN are shared (ALBERT; grouped by `num_hidden_groups`).
+- `"attention"`: only the attention sub-blocks follow the groups; every layer has
+  its own FFN.
+- `"ffn"`: only the FFN sub-blocks follow the groups; every layer has its own
+  attention.
+- `"none"`: every layer has its own weights (BERT-style, with the factorized
+  embedding).
+"""
+
+import dataclasses
+import json
+import logging
+import os
+
+from albert_tf import activations
+
+SHARE_MODES = ("all", "attention", "ffn", "none")
+
+# Keys found in official or Hugging Face config files that do not change the
+# model computed here (they are logged and dropped).
+_IGNORED_KEYS = frozenset({
+    # Official albert_config.json.
+    "net_structure_type", "layers_to_keep", "gap_size", "num_memory_blocks",
+    "down_scale_factor",
+    # Hugging Face config.json.
+    "architectures", "model_type", "transformers_version", "bos_token_id",
+    "eos_token_id", "pad_token_id", "position_embedding_type",
+    "classifier_dropout_prob", "torch_dtype", "dtype", "use_cache",
+    "output_past", "id2label", "label2id", "finetuning_task", "problem_type",
+})
+
+# Hugging Face key -> official key.
+_HF_KEY_MAP = {
+    "layer_norm_eps": "layer_norm_epsilon",
+}
+
+
+@dataclasses.dataclass
+class AlbertConfig:
+    """ALBERT hyperparameters (official names; see module docstring).
+
+    Attributes:
+        vocab_size: V, rows of the word-embedding table.
+        embedding_size: E, width of the factorized embedding.
+        hidden_size: H, width of the transformer.
+        num_hidden_layers: L, number of executed transformer layers.
+        num_hidden_groups: G, number of distinct parameter groups; layer `l`
+            uses group `int(l / L * G)`.
+        inner_group_num: distinct blocks inside a group, run in sequence.
+        num_attention_heads: N; `hidden_size` must be divisible by it.
+        intermediate_size: I, the FFN width.
+        hidden_act: activation name (see `albert_tf.activations`).
+        hidden_dropout_prob: dropout on embeddings and sub-block outputs.
+        attention_probs_dropout_prob: dropout on attention probabilities.
+        max_position_embeddings: rows of the position table (longest input).
+        type_vocab_size: rows of the token-type (segment) table.
+        initializer_range: stddev of the truncated-normal initializer.
+        layer_norm_epsilon: LayerNorm epsilon (official: 1e-12).
+        share: cross-layer sharing, one of `SHARE_MODES`.
+    """
+
+    vocab_size: int = 30000
+    embedding_size: int = 128
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_hidden_groups: int = 1
+    inner_group_num: int = 1
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_act: str = "gelu"
+    hidden_dropout_prob: float = 0.0
+    attention_probs_dropout_prob: float = 0.0
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    initializer_range: float = 0.02
+    layer_norm_epsilon: float = 1e-12
+    share: str = "all"
+
+    def __post_init__(self):
+        self.validate()
+
+    # --- Validation -------------------------------------------------------
+
+    def validate(self):
+        """Checks every field; raises `ValueError` naming the bad field."""
+        for name in ("vocab_size", "embedding_size", "hidden_size",
+                     "num_hidden_layers", "num_hidden_groups", "inner_group_num",
+                     "num_attention_heads", "intermediate_size",
+                     "max_position_embeddings", "type_vocab_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(
+                    f"AlbertConfig.{name} must be a positive integer. "
+                    f"Received: {name}={value!r}")
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+                raise ValueError(
+                    f"AlbertConfig.{name} must be in [0, 1). "
+                    f"Received: {name}={value!r}")
+        for name in ("initializer_range", "layer_norm_epsilon"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(
+                    f"AlbertConfig.{name} must be a positive number. "
+                    f"Received: {name}={value!r}")
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(
+                "AlbertConfig.hidden_size must be divisible by "
+                "num_attention_heads. Received: "
+                f"hidden_size={self.hidden_size}, "
+                f"num_attention_heads={self.num_attention_heads}")
+        if self.num_hidden_layers % self.num_hidden_groups:
+            raise ValueError(
+                "AlbertConfig.num_hidden_layers must be divisible by "
+                "num_hidden_groups. Received: "
+                f"num_hidden_layers={self.num_hidden_layers}, "
+                f"num_hidden_groups={self.num_hidden_groups}")
+        if self.share not in SHARE_MODES:
+            raise ValueError(
+                f"AlbertConfig.share must be one of {SHARE_MODES}. "
+                f"Received: share={self.share!r}")
+        if self.hidden_act not in activations.NAMES:
+            raise ValueError(
+                f"AlbertConfig.hidden_act must be one of "
+                f"{sorted(activations.NAMES)}. "
+                f"Received: hidden_act={self.hidden_act!r}")
+
+    # --- Derived values ---------------------------------------------------
+
+    @property
+    def head_size(self):
+        """D, the width of one attention head."""
+        return self.hidden_size // self.num_attention_heads
+
+    def group_of_layer(self, layer_index):
+        """The group executed at `layer_index` (official formula)."""
+        return int(layer_index / self.num_hidden_layers * self.num_hidden_groups)
+
+    # --- (De)serialization ------------------------------------------------
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values, source="dict"):
+        """Builds a config from official, Hugging Face or this project's keys.
+
+        Args:
+            values: mapping of config keys to values.
+            source: where `values` came from, for log and error messages.
+
+        Returns:
+            An `AlbertConfig`.
+
+        Raises:
+            ValueError: for an unknown key or an invalid value.
+        """
+        is_hf = "model_type" in values or "layer_norm_eps" in values
+        fields = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {}
+        for key, value in values.items():
+            key = _HF_KEY_MAP.get(key, key)
+            if key in fields:
+                kwargs[key] = value
+            elif key in _IGNORED_KEYS:
+                logging.info("AlbertConfig: ignoring key %r=%r from %s (it does "
+                             "not change this model).", key, value, source)
+            else:
+                raise ValueError(
+                    f"Unknown AlbertConfig key {key!r} in {source}. Known keys: "
+                    f"{sorted(fields)}")
+        act = kwargs.get("hidden_act")
+        if is_hf and act is not None:
+            # Hugging Face "gelu" is the exact (erf) form and "gelu_new" the
+            # tanh approximation the official ALBERT calls "gelu".
+            kwargs["hidden_act"] = {"gelu": "gelu_exact",
+                                    "gelu_new": "gelu"}.get(act, act)
+        return cls(**kwargs)
+
+    @classmethod
+    def from_json_file(cls, path):
+        """Reads an official `albert_config.json` or a Hugging Face `config.json`.
+
+        Raises:
+            FileNotFoundError: if `path` does not exist.
+            ValueError: if the file is not a JSON object or holds a bad value.
+        """
+        import tensorflow as tf  # Deferred: keeps the config importable alone.
+
+        if not tf.io.gfile.exists(path):
+            raise FileNotFoundError(f"No ALBERT config file at {path!r}")
+        with tf.io.gfile.GFile(path, "r") as f:
+            text = f.read()
+        try:
+            values = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path!r} is not valid JSON: {e}") from e
+        if not isinstance(values, dict):
+            raise ValueError(f"{path!r} must hold a JSON object. "
+                             f"Received: {type(values).__name__}")
+        return cls.from_dict(values, source=path)
+
+    def to_json_string(self):
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    def to_json_file(self, path):
+        """Writes the config as JSON (official keys plus this project's two)."""
+        import tensorflow as tf
+
+        parent = os.path.dirname(path)
+        if parent:
+            tf.io.gfile.makedirs(parent)
+        with tf.io.gfile.GFile(path, "w") as f:
+            f.write(self.to_json_string())
+
+    @classmethod
+    def from_preset(cls, name, **overrides):
+        """A released configuration by name (see `PRESETS`), with overrides."""
+        if name not in PRESETS:
+            raise ValueError(f"Unknown ALBERT preset. Received: {name!r}. "
+                             f"Known presets: {sorted(PRESETS)}")
+        values = dict(PRESETS[name])
+        values.update(overrides)
+        return cls(**values)
+
+
+def _released(hidden, intermediate, heads, layers, dropout):
+    return dict(vocab_size=30000, embedding_size=128, hidden_size=hidden,
+                num_hidden_layers=layers, num_hidden_groups=1, inner_group_num=1,
+                num_attention_heads=heads, intermediate_size=intermediate,
+                hidden_act="gelu", hidden_dropout_prob=dropout,
+                attention_probs_dropout_prob=dropout, max_position_embeddings=512,
+                type_vocab_size=2, initializer_range=0.02)
+
+
+PRESETS = {
+    "albert_base_v1": _released(768, 3072, 12, 12, 0.1),
+    "albert_base_v2": _released(768, 3072, 12, 12, 0.0),
+    "albert_large_v1": _released(1024, 4096, 16, 24, 0.1),
+    "albert_large_v2": _released(1024, 4096, 16, 24, 0.0),
+    "albert_xlarge_v1": _released(2048, 8192, 16, 24, 0.1),
+    "albert_xlarge_v2": _released(2048, 8192, 16, 24, 0.0),
+    # xxlarge was released without dropout in both versions.
+    "albert_xxlarge_v1": _released(4096, 16384, 64, 12, 0.0),
+    "albert_xxlarge_v2": _released(4096, 16384, 64, 12, 0.0),
+    # For tests, the quickstart and CPU experiments.
+    "tiny": dict(vocab_size=1000, embedding_size=16, hidden_size=32,
+                 num_hidden_layers=4, num_hidden_groups=1, inner_group_num=1,
+                 num_attention_heads=2, intermediate_size=64, hidden_act="gelu",
+                 hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
+                 max_position_embeddings=128, type_vocab_size=2,
+                 initializer_range=0.02),
+}

@@ -1,0 +1,153 @@
+"""`AlbertEncoder`: factorized embedding, shared transformer stack, pooler.
+
+Shape legend: B batch, T sequence length, H hidden width.
+"""
+
+import keras
+
+from albert_tf.config import AlbertConfig
+from albert_tf.embedding import AlbertEmbedding
+from albert_tf.transformer import FeedForwardSubBlock, SelfAttentionSubBlock
+
+INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+def sub_block_keys(config):
+    """Which attention and FFN sub-block each executed block uses.
+
+    Returns:
+        A list with one `(attention_key, ffn_key)` per executed block, in order
+        (`num_hidden_layers * inner_group_num` entries). Keys are layer names;
+        equal keys mean the same weights. A shared sub-block follows the
+        official layer-to-group mapping, `group = int(l / L * G)`; an unshared
+        one is owned by its layer.
+    """
+    keys = []
+    for layer in range(config.num_hidden_layers):
+        group = config.group_of_layer(layer)
+        for inner in range(config.inner_group_num):
+            shared = f"group_{group}_inner_group_{inner}"
+            own = f"layer_{layer}_inner_group_{inner}"
+            attention = shared if config.share in ("all", "attention") else own
+            ffn = shared if config.share in ("all", "ffn") else own
+            keys.append((f"{attention}_attention", f"{ffn}_ffn"))
+    return keys
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertEncoder(keras.Model):
+    """The ALBERT encoder network (no pretraining heads).
+
+    Inputs: a dict of int32 `[B, T]` tensors, `input_word_ids`, `input_mask`
+    (1 at real tokens) and `input_type_ids` (segment ids).
+
+    Outputs: a dict with `sequence_output` `[B, T, H]`, `pooled_output` `[B, H]`
+    (tanh dense on the first token) and `encoder_outputs`, a list holding the
+    output of every executed block (`num_hidden_layers * inner_group_num`).
+
+    Args:
+        config: an `AlbertConfig` (or its dict form).
+        dtype: dtype policy for every layer, e.g. `"mixed_bfloat16"`; None uses
+            the global policy.
+    """
+
+    def __init__(self, config, dtype=None, **kwargs):
+        if isinstance(config, dict):
+            config = AlbertConfig.from_dict(config)
+        if not isinstance(config, AlbertConfig):
+            raise TypeError("AlbertEncoder expects an AlbertConfig. "
+                            f"Received: {type(config).__name__}")
+        config.validate()
+
+        # === Layers ===
+        embedding = AlbertEmbedding(
+            vocab_size=config.vocab_size,
+            embedding_size=config.embedding_size,
+            hidden_size=config.hidden_size,
+            max_position_embeddings=config.max_position_embeddings,
+            type_vocab_size=config.type_vocab_size,
+            initializer_range=config.initializer_range,
+            dropout=config.hidden_dropout_prob,
+            layer_norm_epsilon=config.layer_norm_epsilon,
+            dtype=dtype, name="embeddings")
+        block_keys = sub_block_keys(config)
+        sub_blocks = {}
+        for attention_key, ffn_key in block_keys:
+            if attention_key not in sub_blocks:
+                sub_blocks[attention_key] = SelfAttentionSubBlock(
+                    hidden_size=config.hidden_size,
+                    num_heads=config.num_attention_heads,
+                    dropout=config.hidden_dropout_prob,
+                    attention_dropout=config.attention_probs_dropout_prob,
+                    initializer_range=config.initializer_range,
+                    layer_norm_epsilon=config.layer_norm_epsilon,
+                    dtype=dtype, name=attention_key)
+            if ffn_key not in sub_blocks:
+                sub_blocks[ffn_key] = FeedForwardSubBlock(
+                    hidden_size=config.hidden_size,
+                    intermediate_size=config.intermediate_size,
+                    activation=config.hidden_act,
+                    dropout=config.hidden_dropout_prob,
+                    initializer_range=config.initializer_range,
+                    layer_norm_epsilon=config.layer_norm_epsilon,
+                    dtype=dtype, name=ffn_key)
+        pooler = keras.layers.Dense(
+            config.hidden_size, activation="tanh",
+            kernel_initializer=keras.initializers.TruncatedNormal(
+                stddev=config.initializer_range),
+            dtype=dtype, name="pooler_dense")
+
+        # === Functional Model ===
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
+                  for name in INPUT_NAMES}
+        mask = inputs["input_mask"]
+        x = embedding(inputs["input_word_ids"], inputs["input_type_ids"])
+        encoder_outputs = []
+        for attention_key, ffn_key in block_keys:
+            x = sub_blocks[attention_key](x, padding_mask=mask)
+            x = sub_blocks[ffn_key](x)
+            encoder_outputs.append(x)
+        pooled = pooler(x[:, 0, :])
+        outputs = {
+            "sequence_output": x,
+            "pooled_output": pooled,
+            "encoder_outputs": encoder_outputs,
+        }
+        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+
+        self.config = config
+        self.embedding = embedding
+        self.sub_blocks = sub_blocks
+        self.block_keys = block_keys
+        self.pooler = pooler
+
+    def call(self, inputs, training=None, mask=None):
+        # TF-Hub convention: a missing mask means ones, missing types zeros.
+        if isinstance(inputs, dict) and "input_word_ids" in inputs:
+            inputs = dict(inputs)
+            word_ids = inputs["input_word_ids"]
+            if inputs.get("input_mask") is None:
+                inputs["input_mask"] = keras.ops.ones_like(word_ids)
+            if inputs.get("input_type_ids") is None:
+                inputs["input_type_ids"] = keras.ops.zeros_like(word_ids)
+        return super().call(inputs, training=training, mask=mask)
+
+    @property
+    def word_embeddings(self):
+        """The `[V, E]` word-embedding table (the MLM decoder is tied to it)."""
+        return self.embedding.word_embeddings
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "config": self.config.to_dict(),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)

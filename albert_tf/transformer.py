@@ -1,0 +1,236 @@
+"""The post-LN transformer block, split in the two sub-blocks that can be shared.
+
+`SelfAttentionSubBlock` and `FeedForwardSubBlock` each own the LayerNorm that
+follows them, so the paper's shared-attention and shared-FFN ablations share a
+sub-block together with its LayerNorm. `TransformerBlock` chains the two.
+
+Shape legend: B batch, T (query) and S (key) lengths, H hidden width, N heads,
+D head width (H / N), I intermediate width.
+"""
+
+import math
+
+import keras
+from keras import ops
+
+from albert_tf import activations
+
+# Added to attention scores at padded key positions (official value).
+_MASK_PENALTY = -10000.0
+
+
+def _truncated_normal(stddev):
+    return keras.initializers.TruncatedNormal(stddev=stddev)
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class SelfAttentionSubBlock(keras.layers.Layer):
+    """Multi-head self-attention, output projection, dropout, residual, LayerNorm.
+
+    Call arguments:
+        x: float `[B, T, H]`.
+        padding_mask: int or bool `[B, T]`, 1 at real tokens; None attends everywhere.
+        training: enables dropout.
+
+    Returns:
+        float `[B, T, H]`: `LayerNorm(dropout(attention(x)) + x)`.
+    """
+
+    def __init__(self, hidden_size, num_heads, dropout=0.0,
+                 attention_dropout=0.0, initializer_range=0.02,
+                 layer_norm_epsilon=1e-12, **kwargs):
+        super().__init__(**kwargs)
+        if hidden_size % num_heads:
+            raise ValueError(
+                "hidden_size must be divisible by num_heads. Received: "
+                f"hidden_size={hidden_size}, num_heads={num_heads}")
+        self.hidden_size = hidden_size
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.initializer_range = initializer_range
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.head_size = hidden_size // num_heads
+
+        # === Layers ===
+        def dense(name):
+            return keras.layers.Dense(
+                hidden_size, kernel_initializer=_truncated_normal(initializer_range),
+                dtype=self.dtype_policy, name=name)
+
+        self.query = dense("query")
+        self.key = dense("key")
+        self.value = dense("value")
+        self.output_dense = dense("output_dense")
+        self.attention_dropout_layer = keras.layers.Dropout(
+            attention_dropout, dtype=self.dtype_policy, name="attention_dropout")
+        self.output_dropout = keras.layers.Dropout(
+            dropout, dtype=self.dtype_policy, name="output_dropout")
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="LayerNorm")
+
+    def build(self, x_shape, padding_mask_shape=None):
+        for layer in (self.query, self.key, self.value, self.output_dense):
+            layer.build(x_shape)
+        self.layer_norm.build(x_shape)
+
+    def _split_heads(self, x):
+        batch, length = ops.shape(x)[0], ops.shape(x)[1]
+        return ops.reshape(x, (batch, length, self.num_heads, self.head_size))
+
+    def call(self, x, padding_mask=None, training=None):
+        q = self._split_heads(self.query(x))  # [B, T, N, D]
+        k = self._split_heads(self.key(x))  # [B, S, N, D]
+        v = self._split_heads(self.value(x))  # [B, S, N, D]
+        q = q * ops.cast(1.0 / math.sqrt(self.head_size), q.dtype)
+        scores = ops.einsum("btnd,bsnd->bnts", q, k)  # [B, N, T, S]
+        # Softmax in float32: half-precision exp/sum loses too much.
+        scores = ops.cast(scores, "float32")
+        if padding_mask is not None:
+            penalty = (1.0 - ops.cast(padding_mask, "float32")) * _MASK_PENALTY  # [B, S]
+            scores = scores + penalty[:, None, None, :]
+        probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
+        probs = self.attention_dropout_layer(probs, training=training)
+        context = ops.einsum("bnts,bsnd->btnd", probs, v)  # [B, T, N, D]
+        batch, length = ops.shape(x)[0], ops.shape(x)[1]
+        context = ops.reshape(context, (batch, length, self.hidden_size))
+        out = self.output_dropout(self.output_dense(context), training=training)
+        return self.layer_norm(out + x)
+
+    def compute_output_shape(self, x_shape, padding_mask_shape=None):
+        return x_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "hidden_size": self.hidden_size,
+            "num_heads": self.num_heads,
+            "dropout": self.dropout,
+            "attention_dropout": self.attention_dropout,
+            "initializer_range": self.initializer_range,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+        })
+        return config
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class FeedForwardSubBlock(keras.layers.Layer):
+    """Dense H->I with activation, dense I->H, dropout, residual, LayerNorm.
+
+    Call arguments:
+        x: float `[B, T, H]`.
+        training: enables dropout.
+
+    Returns:
+        float `[B, T, H]`: `LayerNorm(dropout(ffn(x)) + x)`.
+    """
+
+    def __init__(self, hidden_size, intermediate_size, activation="gelu",
+                 dropout=0.0, initializer_range=0.02, layer_norm_epsilon=1e-12,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.intermediate_size = intermediate_size
+        self.activation = activation
+        self.dropout = dropout
+        self.initializer_range = initializer_range
+        self.layer_norm_epsilon = layer_norm_epsilon
+
+        # === Layers ===
+        init = _truncated_normal(initializer_range)
+        self.intermediate = keras.layers.Dense(
+            intermediate_size, activation=activations.get(activation),
+            kernel_initializer=init, dtype=self.dtype_policy, name="intermediate")
+        self.output_dense = keras.layers.Dense(
+            hidden_size, kernel_initializer=init, dtype=self.dtype_policy,
+            name="output_dense")
+        self.output_dropout = keras.layers.Dropout(
+            dropout, dtype=self.dtype_policy, name="output_dropout")
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="LayerNorm_1")
+
+    def build(self, x_shape):
+        self.intermediate.build(x_shape)
+        self.output_dense.build(tuple(x_shape[:-1]) + (self.intermediate_size,))
+        self.layer_norm.build(x_shape)
+
+    def call(self, x, training=None):
+        h = self.intermediate(x)  # [B, T, I]
+        out = self.output_dropout(self.output_dense(h), training=training)
+        return self.layer_norm(out + x)
+
+    def compute_output_shape(self, x_shape):
+        return x_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "hidden_size": self.hidden_size,
+            "intermediate_size": self.intermediate_size,
+            "activation": self.activation,
+            "dropout": self.dropout,
+            "initializer_range": self.initializer_range,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+        })
+        return config
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class TransformerBlock(keras.layers.Layer):
+    """One post-LN BERT/ALBERT block: self-attention sub-block, then FFN sub-block.
+
+    `AlbertEncoder` calls the two sub-blocks itself so it can share them
+    independently; this layer is the same computation as one unit, for users who
+    stack blocks of their own.
+    """
+
+    def __init__(self, hidden_size, num_heads, intermediate_size,
+                 activation="gelu", dropout=0.0, attention_dropout=0.0,
+                 initializer_range=0.02, layer_norm_epsilon=1e-12, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.num_heads = num_heads
+        self.intermediate_size = intermediate_size
+        self.activation = activation
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.initializer_range = initializer_range
+        self.layer_norm_epsilon = layer_norm_epsilon
+
+        # === Layers ===
+        self.attention = SelfAttentionSubBlock(
+            hidden_size, num_heads, dropout=dropout,
+            attention_dropout=attention_dropout,
+            initializer_range=initializer_range,
+            layer_norm_epsilon=layer_norm_epsilon, dtype=self.dtype_policy,
+            name="attention")
+        self.ffn = FeedForwardSubBlock(
+            hidden_size, intermediate_size, activation=activation,
+            dropout=dropout, initializer_range=initializer_range,
+            layer_norm_epsilon=layer_norm_epsilon, dtype=self.dtype_policy,
+            name="ffn")
+
+    def build(self, x_shape, padding_mask_shape=None):
+        self.attention.build(x_shape)
+        self.ffn.build(x_shape)
+
+    def call(self, x, padding_mask=None, training=None):
+        x = self.attention(x, padding_mask=padding_mask, training=training)
+        return self.ffn(x, training=training)
+
+    def compute_output_shape(self, x_shape, padding_mask_shape=None):
+        return x_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "hidden_size": self.hidden_size,
+            "num_heads": self.num_heads,
+            "intermediate_size": self.intermediate_size,
+            "activation": self.activation,
+            "dropout": self.dropout,
+            "attention_dropout": self.attention_dropout,
+            "initializer_range": self.initializer_range,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+        })
+        return config
