@@ -121,16 +121,20 @@ class AlbertEncoder(keras.Model):
         self.block_keys = block_keys
         self.pooler = pooler
 
-    def call(self, inputs, training=None, mask=None):
+    def __call__(self, inputs, *args, **kwargs):
         # TF-Hub convention: a missing mask means ones, missing types zeros.
-        if isinstance(inputs, dict) and "input_word_ids" in inputs:
-            inputs = dict(inputs)
+        # Filled in before Keras checks the inputs against the graph's.
+        if isinstance(inputs, dict) and "input_word_ids" in inputs and any(
+                inputs.get(name) is None for name in INPUT_NAMES):
+            inputs = {k: v for k, v in inputs.items() if v is not None}
+            if not keras.backend.is_keras_tensor(inputs["input_word_ids"]):
+                # Keras refuses a mix of arrays and tensors.
+                inputs = {k: keras.ops.convert_to_tensor(v, "int32")
+                          for k, v in inputs.items()}
             word_ids = inputs["input_word_ids"]
-            if inputs.get("input_mask") is None:
-                inputs["input_mask"] = keras.ops.ones_like(word_ids)
-            if inputs.get("input_type_ids") is None:
-                inputs["input_type_ids"] = keras.ops.zeros_like(word_ids)
-        return super().call(inputs, training=training, mask=mask)
+            inputs.setdefault("input_mask", keras.ops.ones_like(word_ids))
+            inputs.setdefault("input_type_ids", keras.ops.zeros_like(word_ids))
+        return super().__call__(inputs, *args, **kwargs)
 
     @property
     def word_embeddings(self):
@@ -141,7 +145,8 @@ class AlbertEncoder(keras.Model):
         return {
             "name": self.name,
             "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            # The layers' policy: Functional models keep none of their own.
+            "dtype": keras.dtype_policies.serialize(self.embedding.dtype_policy),
             "config": self.config.to_dict(),
         }
 

@@ -1,0 +1,1 @@
+"""Weight conversion between this project and other ALBERT implementations."""

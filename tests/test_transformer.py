@@ -1,0 +1,90 @@
+import math
+
+import numpy as np
+
+from albert_tf import (FeedForwardSubBlock, SelfAttentionSubBlock,
+                       TransformerBlock, activations)
+from tests.layer_checks import run_layer_test
+
+H, N, I = 16, 4, 32
+
+
+def _inputs(batch=2, length=7, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(batch, length, H)).astype("float32")
+    mask = np.ones((batch, length), "int32")
+    mask[1, 4:] = 0
+    return x, mask
+
+
+def _dense(layer, x):
+    return x @ layer.kernel.numpy() + layer.bias.numpy()
+
+
+def _layer_norm(layer, x, eps=1e-12):
+    x = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps)
+    return x * layer.gamma.numpy() + layer.beta.numpy()
+
+
+def _reference_attention(block, x, mask):
+    """The official formula, written out in NumPy."""
+    b, t, _ = x.shape
+    d = H // N
+
+    def heads(y):
+        return y.reshape(b, t, N, d).transpose(0, 2, 1, 3)  # [B, N, T, D]
+
+    q, k, v = (heads(_dense(l, x)) for l in (block.query, block.key, block.value))
+    scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d)
+    scores = scores + (1.0 - mask[:, None, None, :]) * -10000.0
+    probs = np.exp(scores - scores.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    context = (probs @ v).transpose(0, 2, 1, 3).reshape(b, t, H)
+    return _layer_norm(block.layer_norm, _dense(block.output_dense, context) + x)
+
+
+def test_attention_layer_checks():
+    x, mask = _inputs()
+    run_layer_test(SelfAttentionSubBlock,
+                   dict(hidden_size=H, num_heads=N, dropout=0.1, attention_dropout=0.1),
+                   {"x": x, "padding_mask": mask}, (2, 7, H))
+
+
+def test_attention_matches_numpy_reference():
+    x, mask = _inputs()
+    block = SelfAttentionSubBlock(hidden_size=H, num_heads=N)
+    np.testing.assert_allclose(block(x, padding_mask=mask),
+                               _reference_attention(block, x, mask), atol=1e-5)
+
+
+def test_padded_keys_do_not_change_real_positions():
+    x, mask = _inputs()
+    block = SelfAttentionSubBlock(hidden_size=H, num_heads=N)
+    out = np.asarray(block(x, padding_mask=mask))
+    noisy = x.copy()
+    noisy[1, 4:] = 100.0  # Garbage at padded positions.
+    out_noisy = np.asarray(block(noisy, padding_mask=mask))
+    np.testing.assert_allclose(out_noisy[1, :4], out[1, :4], atol=1e-5)
+    np.testing.assert_allclose(out_noisy[0], out[0], atol=1e-6)
+
+
+def test_ffn_layer_checks_and_reference():
+    x, _ = _inputs()
+    run_layer_test(FeedForwardSubBlock,
+                   dict(hidden_size=H, intermediate_size=I, dropout=0.1),
+                   {"x": x}, (2, 7, H))
+    block = FeedForwardSubBlock(hidden_size=H, intermediate_size=I)
+    out = block(x)
+    h = np.asarray(activations.gelu(_dense(block.intermediate, x)))
+    ref = _layer_norm(block.layer_norm, _dense(block.output_dense, h) + x)
+    np.testing.assert_allclose(out, ref, atol=1e-5)
+
+
+def test_transformer_block_is_attention_then_ffn():
+    x, mask = _inputs()
+    kwargs = dict(hidden_size=H, num_heads=N, intermediate_size=I, dropout=0.1,
+                  attention_dropout=0.1)
+    block = run_layer_test(TransformerBlock, kwargs,
+                           {"x": x, "padding_mask": mask}, (2, 7, H))
+    expected = block.ffn(block.attention(x, padding_mask=mask))
+    np.testing.assert_allclose(block(x, padding_mask=mask), expected, atol=1e-6)
