@@ -8,10 +8,13 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 from albert_tf.config import AlbertConfig, PRESETS, SHARE_MODES  # noqa: E402
 from albert_tf.embedding import AlbertEmbedding  # noqa: E402
 from albert_tf.encoder import AlbertEncoder  # noqa: E402
+from albert_tf.heads import MaskedLMHead, SentenceOrderHead  # noqa: E402
+from albert_tf.pretrainer import AlbertPretrainer  # noqa: E402
 from albert_tf.transformer import (  # noqa: E402
     FeedForwardSubBlock, SelfAttentionSubBlock, TransformerBlock)
 
 __all__ = [
-    "AlbertConfig", "AlbertEmbedding", "AlbertEncoder", "FeedForwardSubBlock",
-    "PRESETS", "SHARE_MODES", "SelfAttentionSubBlock", "TransformerBlock",
+    "AlbertConfig", "AlbertEmbedding", "AlbertEncoder", "AlbertPretrainer",
+    "FeedForwardSubBlock", "MaskedLMHead", "PRESETS", "SHARE_MODES",
+    "SelfAttentionSubBlock", "SentenceOrderHead", "TransformerBlock",
 ]

@@ -43,7 +43,7 @@ def _functional_wrapper(layer, inputs):
 
 
 def run_layer_test(layer_cls, init_kwargs, inputs, expected_output_shape,
-                   has_dropout=True, xla_atol=1e-5):
+                   has_dropout=True, xla_atol=1e-5, mixed_output_dtype="bfloat16"):
     """Runs the common checks on `layer_cls(**init_kwargs)`.
 
     Args:
@@ -54,6 +54,8 @@ def run_layer_test(layer_cls, init_kwargs, inputs, expected_output_shape,
         expected_output_shape: shape of the (single) output.
         has_dropout: whether `training=True` must change the output.
         xla_atol: tolerance between eager and XLA outputs.
+        mixed_output_dtype: output dtype under `mixed_bfloat16` (heads that
+            feed a loss return float32).
 
     Returns:
         The built float32 layer.
@@ -95,7 +97,7 @@ def run_layer_test(layer_cls, init_kwargs, inputs, expected_output_shape,
     mixed_out = mixed(**inputs)
     copy_weights(layer, mixed)
     mixed_out = tf.function(lambda kw: mixed(**kw), jit_compile=True)(inputs)
-    assert mixed_out.dtype == tf.bfloat16, mixed_out.dtype
+    assert mixed_out.dtype == mixed_output_dtype, mixed_out.dtype
     assert all(v.dtype == "float32" for v in mixed.weights)
     assert np.all(np.isfinite(_as_float(mixed_out)))
     # bfloat16 keeps ~3 significant digits; LayerNorm outputs are O(1).

@@ -1,0 +1,74 @@
+"""`AlbertPretrainer`: the encoder with the masked-LM and SOP heads.
+
+Shape legend: B batch, T length, P masked positions, H hidden, V vocabulary.
+"""
+
+import keras
+
+from albert_tf.config import AlbertConfig
+from albert_tf.encoder import INPUT_NAMES, AlbertEncoder
+from albert_tf.heads import MaskedLMHead, SentenceOrderHead
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertPretrainer(keras.Model):
+    """ALBERT for pretraining: `AlbertEncoder` + `MaskedLMHead` + `SentenceOrderHead`.
+
+    Inputs: the encoder's dict (`input_word_ids`, `input_mask`,
+    `input_type_ids`, int32 `[B, T]`) plus `masked_lm_positions` (int32 `[B, P]`).
+
+    Outputs: the encoder's dict plus `mlm_logits` (float32 `[B, P, V]`) and
+    `sop_logits` (float32 `[B, 2]`).
+
+    Args:
+        config: an `AlbertConfig` (or its dict form).
+        dtype: dtype policy for every layer (e.g. `"mixed_bfloat16"`).
+    """
+
+    def __init__(self, config, dtype=None, **kwargs):
+        if isinstance(config, dict):
+            config = AlbertConfig.from_dict(config)
+
+        # === Layers ===
+        encoder = AlbertEncoder(config, dtype=dtype, name="encoder")
+        mlm_head = MaskedLMHead(
+            vocab_size=config.vocab_size, embedding_size=config.embedding_size,
+            activation=config.hidden_act,
+            initializer_range=config.initializer_range,
+            layer_norm_epsilon=config.layer_norm_epsilon,
+            tied_embedding=encoder.embedding, dtype=dtype, name="predictions")
+        sop_head = SentenceOrderHead(
+            config.hidden_size, initializer_range=config.initializer_range,
+            dtype=dtype, name="seq_relationship")
+
+        # === Functional Model ===
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
+                  for name in INPUT_NAMES}
+        inputs["masked_lm_positions"] = keras.Input(
+            shape=(None,), dtype="int32", name="masked_lm_positions")
+        outputs = dict(encoder({name: inputs[name] for name in INPUT_NAMES}))
+        outputs["mlm_logits"] = mlm_head(outputs["sequence_output"],
+                                         inputs["masked_lm_positions"])
+        outputs["sop_logits"] = sop_head(outputs["pooled_output"])
+        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+
+        self.config = config
+        self.encoder = encoder
+        self.mlm_head = mlm_head
+        self.sop_head = sop_head
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(
+                self.encoder.embedding.dtype_policy),
+            "config": self.config.to_dict(),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)

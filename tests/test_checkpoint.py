@@ -1,0 +1,44 @@
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import AlbertConfig, AlbertPretrainer
+from albert_tf import checkpoint
+
+
+def _model(**overrides):
+    return AlbertPretrainer(AlbertConfig.from_preset("tiny", **overrides))
+
+
+def test_model_dir_round_trip(tmp_path):
+    model = _model(num_hidden_groups=2, inner_group_num=2)
+    spm = tmp_path / "fake.model"
+    spm.write_bytes(b"spm bytes")
+    checkpoint.save_model_dir(model, str(tmp_path / "out"), spm_model_file=str(spm))
+    assert (tmp_path / "out" / "spm.model").read_bytes() == b"spm bytes"
+    loaded = checkpoint.load_model_dir(str(tmp_path / "out"))
+    assert loaded.config == model.config
+    for a, b in zip(model.weights, loaded.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_restores_from_a_training_checkpoint(tmp_path):
+    model = _model()
+    step = tf.Variable(7, dtype=tf.int64)
+    manager = tf.train.CheckpointManager(
+        tf.train.Checkpoint(model=model, step=step), str(tmp_path), max_to_keep=2)
+    manager.save()
+    other = _model()
+    prefix = checkpoint.restore_model(other, str(tmp_path))
+    assert prefix.endswith("ckpt-1")
+    np.testing.assert_array_equal(other.encoder.word_embeddings.numpy(),
+                                  model.encoder.word_embeddings.numpy())
+
+
+def test_missing_checkpoint_and_mismatched_config(tmp_path):
+    with pytest.raises(FileNotFoundError, match="No TensorFlow checkpoint"):
+        checkpoint.restore_model(_model(), str(tmp_path))
+    checkpoint.save_model_dir(_model(), str(tmp_path / "a"))
+    wider = AlbertPretrainer(AlbertConfig.from_preset("tiny", intermediate_size=96))
+    with pytest.raises(Exception, match="shape|Shape"):
+        checkpoint.restore_model(wider, str(tmp_path / "a"))
