@@ -1,0 +1,240 @@
+"""The official ALBERT optimizers (LAMB, AdamW) and learning-rate schedule.
+
+`Lamb` is the LAMB of the released ALBERT code, which differs from
+`keras.optimizers.Lamb`: there is no bias correction, the weight decay is
+added to the update *before* the trust ratio is taken, and variables whose
+name matches `LayerNorm`, `layer_norm` or `bias` get neither weight decay nor
+the trust ratio. `AdamW` is the released `AdamWeightDecayOptimizer`: the same
+update without the trust ratio. Per variable, with gradient `g`:
+
+    m = beta_1 * m + (1 - beta_1) * g
+    v = beta_2 * v + (1 - beta_2) * g^2
+    update = m / (sqrt(v) + epsilon) + weight_decay_rate * w     (decay if not excluded)
+    ratio = ||w|| / ||update||, or 1 if either norm is 0        (LAMB, if not excluded)
+    w = w - ratio * lr * update
+
+Gradients are clipped to a global norm of `CLIP_NORM` before the update; the
+training loop does it (`clip_gradients`) after gradients are summed over
+replicas, so the norm is that of the global-batch gradient.
+"""
+
+import re
+
+import keras
+import tensorflow as tf
+
+CLIP_NORM = 1.0
+DEFAULT_EXCLUSIONS = ("LayerNorm", "layer_norm", "bias")
+OPTIMIZERS = ("lamb", "adamw")
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warmup, then polynomial decay counted from step 0 (official).
+
+    `lr(s) = learning_rate * s / num_warmup_steps` while `s < num_warmup_steps`,
+    else `(learning_rate - end) * (1 - min(s, N) / N) ** poly_power + end`
+    with `N = num_train_steps`.
+
+    Args:
+        learning_rate: the peak learning rate.
+        num_train_steps: N, where the decay reaches `end_learning_rate`.
+        num_warmup_steps: steps of linear warmup (0: none).
+        poly_power: the decay's power (1.0: linear).
+        end_learning_rate: the final learning rate.
+    """
+
+    def __init__(self, learning_rate, num_train_steps, num_warmup_steps=0,
+                 poly_power=1.0, end_learning_rate=0.0):
+        if num_train_steps <= 0:
+            raise ValueError("num_train_steps must be positive. Received: "
+                             f"num_train_steps={num_train_steps}")
+        if num_warmup_steps < 0:
+            raise ValueError("num_warmup_steps must be >= 0. Received: "
+                             f"num_warmup_steps={num_warmup_steps}")
+        self.learning_rate = learning_rate
+        self.num_train_steps = num_train_steps
+        self.num_warmup_steps = num_warmup_steps
+        self.poly_power = poly_power
+        self.end_learning_rate = end_learning_rate
+
+    def __call__(self, step):
+        step = tf.cast(step, tf.float32)
+        total = float(self.num_train_steps)
+        fraction = 1.0 - tf.minimum(step, total) / total
+        decayed = ((self.learning_rate - self.end_learning_rate)
+                   * tf.pow(fraction, self.poly_power) + self.end_learning_rate)
+        if not self.num_warmup_steps:
+            return decayed
+        warmup = self.learning_rate * step / float(self.num_warmup_steps)
+        return tf.where(step < float(self.num_warmup_steps), warmup, decayed)
+
+    def get_config(self):
+        return {
+            "learning_rate": self.learning_rate,
+            "num_train_steps": self.num_train_steps,
+            "num_warmup_steps": self.num_warmup_steps,
+            "poly_power": self.poly_power,
+            "end_learning_rate": self.end_learning_rate,
+        }
+
+
+def _matches(path, patterns):
+    return any(re.search(pattern, path) for pattern in patterns)
+
+
+class _OfficialAdamFamily(keras.optimizers.Optimizer):
+    """Adam moments without bias correction, decay inside the update.
+
+    Subclasses set `_layer_adaptation` (True: LAMB's trust ratio).
+    """
+
+    _layer_adaptation = False
+
+    def __init__(self, learning_rate=0.00176, beta_1=0.9, beta_2=0.999,
+                 epsilon=1e-6, weight_decay_rate=0.01,
+                 exclude_from_weight_decay=DEFAULT_EXCLUSIONS,
+                 exclude_from_layer_adaptation=None, name=None, **kwargs):
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
+        self.weight_decay_rate = weight_decay_rate
+        # Stored under other names: the base class has a method called
+        # `exclude_from_weight_decay`.
+        self.decay_exclusions = tuple(exclude_from_weight_decay or ())
+        # Official: the layer-adaptation exclusions default to the decay ones.
+        self.adaptation_exclusions = tuple(
+            self.decay_exclusions if exclude_from_layer_adaptation is None
+            else exclude_from_layer_adaptation)
+
+    def build(self, var_list):
+        if self.built:
+            return
+        super().build(var_list)
+        self._m, self._v = self.add_optimizer_variables(var_list, ["m", "v"])
+        # Decided once from the Keras path (e.g. "embeddings/LayerNorm/gamma"):
+        # inside a distributed update the variable is a per-device component
+        # whose name may differ.
+        self._use_decay = [
+            bool(self.weight_decay_rate)
+            and not _matches(v.path, self.decay_exclusions) for v in var_list]
+        self._use_adaptation = [
+            self._layer_adaptation
+            and not _matches(v.path, self.adaptation_exclusions)
+            for v in var_list]
+
+    def uses_weight_decay(self, variable):
+        """Whether `variable` (one this optimizer was built on) is decayed."""
+        return self._use_decay[self._get_variable_index(variable)]
+
+    def uses_layer_adaptation(self, variable):
+        """Whether `variable` gets the trust ratio (LAMB only)."""
+        return self._use_adaptation[self._get_variable_index(variable)]
+
+    def update_step(self, gradient, variable, learning_rate):
+        index = self._get_variable_index(variable)
+        dtype = variable.dtype
+        lr = tf.cast(learning_rate, dtype)
+        grad = tf.cast(tf.convert_to_tensor(gradient), dtype)
+        m, v = self._m[index], self._v[index]
+        next_m = self.beta_1 * m + (1.0 - self.beta_1) * grad
+        next_v = self.beta_2 * v + (1.0 - self.beta_2) * tf.square(grad)
+        update = next_m / (tf.sqrt(next_v) + self.epsilon)
+        weight = tf.convert_to_tensor(variable)
+        if self._use_decay[index]:
+            update += self.weight_decay_rate * weight
+        if self._use_adaptation[index]:
+            weight_norm = tf.norm(weight)
+            update_norm = tf.norm(update)
+            ratio = tf.where(
+                weight_norm > 0.0,
+                tf.where(update_norm > 0.0,
+                         weight_norm / tf.maximum(update_norm, 1e-30), 1.0),
+                1.0)
+            update = ratio * update
+        self.assign(m, next_m)
+        self.assign(v, next_v)
+        self.assign_sub(variable, lr * update)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "beta_1": self.beta_1,
+            "beta_2": self.beta_2,
+            "epsilon": self.epsilon,
+            "weight_decay_rate": self.weight_decay_rate,
+            "exclude_from_weight_decay": list(self.decay_exclusions),
+            "exclude_from_layer_adaptation": list(self.adaptation_exclusions),
+        })
+        return config
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class Lamb(_OfficialAdamFamily):
+    """LAMB exactly as released with ALBERT (see the module docstring).
+
+    Args:
+        learning_rate: a float or a `LearningRateSchedule`.
+        beta_1: first-moment decay.
+        beta_2: second-moment decay.
+        epsilon: added to `sqrt(v)`.
+        weight_decay_rate: L2 decay added to the update (before the ratio).
+        exclude_from_weight_decay: regexes of variable paths not decayed.
+        exclude_from_layer_adaptation: regexes of paths without trust ratio;
+            None: the same as `exclude_from_weight_decay`.
+    """
+
+    _layer_adaptation = True
+
+    def __init__(self, learning_rate=0.00176, name="lamb", **kwargs):
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AdamW(_OfficialAdamFamily):
+    """The released `AdamWeightDecayOptimizer` (no bias correction, no ratio).
+
+    Takes the same arguments as `Lamb`; `exclude_from_layer_adaptation` is
+    accepted and has no effect.
+    """
+
+    def __init__(self, learning_rate=0.00176, name="adamw", **kwargs):
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+
+
+def create_optimizer(optimizer="lamb", learning_rate=0.00176,
+                     num_train_steps=125000, num_warmup_steps=3125,
+                     poly_power=1.0):
+    """The official optimizer with the official schedule.
+
+    Args:
+        optimizer: `"lamb"` or `"adamw"`.
+        learning_rate: the peak learning rate.
+        num_train_steps: where the polynomial decay reaches 0.
+        num_warmup_steps: steps of linear warmup.
+        poly_power: the decay's power.
+
+    Returns:
+        A `Lamb` or `AdamW` driven by a `WarmupPolynomialDecay`.
+
+    Raises:
+        ValueError: for an unknown optimizer name.
+    """
+    schedule = WarmupPolynomialDecay(learning_rate, num_train_steps,
+                                     num_warmup_steps, poly_power)
+    if optimizer == "lamb":
+        return Lamb(learning_rate=schedule)
+    if optimizer == "adamw":
+        return AdamW(learning_rate=schedule)
+    raise ValueError(f"optimizer must be one of {OPTIMIZERS}. "
+                     f"Received: optimizer={optimizer!r}")
+
+
+def clip_gradients(grads, clip_norm=CLIP_NORM):
+    """Clips gradients to a global norm (official: 1.0).
+
+    Returns:
+        `(clipped_grads, global_norm)`.
+    """
+    return tf.clip_by_global_norm(grads, clip_norm)
