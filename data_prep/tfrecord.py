@@ -1,0 +1,191 @@
+"""TFRecord framing and shard files, without TensorFlow.
+
+A TFRecord file is a sequence of
+
+    uint64 length (little endian) | uint32 masked_crc32c(length bytes)
+    | data | uint32 masked_crc32c(data)
+
+`frame_records` builds those frames for a batch of records with a CRC-32C
+computed by numpy over all records at once (one table step per byte column),
+so worker processes write TFRecords without loading TensorFlow.
+
+`ShardWriter` writes a file under a temporary name (`<path>.incomplete`) and
+renames it to `path` only in `commit()`: an interrupted run never leaves a file
+that looks complete.
+"""
+
+import os
+
+import numpy as np
+
+INCOMPLETE_SUFFIX = ".incomplete"
+_MASK_DELTA = 0xA282EAD8
+
+
+def _crc32c_tables():
+    """Tables that advance a CRC-32C register by 4 bytes in two lookups."""
+    byte_table = np.zeros(256, np.uint32)
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+        byte_table[byte] = crc
+    # t[k][b]: contribution of byte b when k more bytes follow it in the word.
+    t = [byte_table]
+    for _ in range(3):
+        previous = t[-1]
+        t.append((previous >> np.uint32(8)) ^ byte_table[previous & 0xFF])
+    low = np.arange(1 << 16, dtype=np.uint32)
+    # Register x (after xor with a little-endian word): bytes b0..b3.
+    low_table = t[3][low & 0xFF] ^ t[2][low >> np.uint32(8)]
+    high_table = t[1][low & 0xFF] ^ t[0][low >> np.uint32(8)]
+    return byte_table, low_table, high_table
+
+
+_BYTE_TABLE, _LOW_TABLE, _HIGH_TABLE = _crc32c_tables()
+_BATCH = 4096
+
+
+def _zero_advance(max_length):
+    """State reached from 0xFFFFFFFF after n zero bytes, for n <= max."""
+    states = np.zeros(max_length + 1, np.uint32)
+    crc = 0xFFFFFFFF
+    table = _BYTE_TABLE.tolist()
+    for n in range(max_length + 1):
+        states[n] = crc
+        crc = table[crc & 0xFF] ^ (crc >> 8)
+    return states
+
+
+_ZERO_ADVANCE = _zero_advance(1 << 14)
+
+
+def crc32c_batch(records):
+    """Computes the CRC-32C (Castagnoli) of many byte strings at once.
+
+    The CRC register is linear: from state 0, leading zero bytes leave it at
+    0, and the standard initial state 0xFFFFFFFF only adds a term that
+    depends on the length. So records are right-aligned in a zero-padded
+    matrix, all rows advance together 4 bytes per step from state 0, and the
+    length term is added at the end.
+
+    Args:
+        records: a list of `bytes`.
+
+    Returns:
+        A uint32 array with one CRC per record.
+    """
+    global _ZERO_ADVANCE
+    count = len(records)
+    if count > _BATCH:
+        return np.concatenate([crc32c_batch(records[i:i + _BATCH])
+                               for i in range(0, count, _BATCH)])
+    if not count:
+        return np.zeros(0, np.uint32)
+    lengths = [len(r) for r in records]
+    width = -(-max(lengths) // 4) * 4
+    if width >= _ZERO_ADVANCE.size:
+        _ZERO_ADVANCE = _zero_advance(2 * width)
+    zeros = bytes(width)
+    parts = []
+    for record, length in zip(records, lengths):
+        parts.append(zeros[:width - length])
+        parts.append(record)
+    words = np.frombuffer(b"".join(parts), "<u4").reshape(count, width // 4)
+    words = np.ascontiguousarray(words.T)  # [W/4, N]
+    crc = np.zeros(count, np.uint32)
+    mask16 = np.uint32(0xFFFF)
+    shift16 = np.uint32(16)
+    for column in words:
+        crc ^= column
+        crc = _LOW_TABLE[crc & mask16] ^ _HIGH_TABLE[crc >> shift16]
+    # The initial state's term: what 0xFFFFFFFF becomes after n bytes.
+    crc ^= _ZERO_ADVANCE[np.asarray(lengths)]
+    return crc ^ np.uint32(0xFFFFFFFF)
+
+
+def _mask(crc):
+    crc = crc.astype(np.uint64)
+    rotated = ((crc >> np.uint64(15)) | (crc << np.uint64(17))) & np.uint64(0xFFFFFFFF)
+    return ((rotated + np.uint64(_MASK_DELTA)) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+
+
+def frame_records(records):
+    """Frames serialized records as TFRecord bytes.
+
+    Args:
+        records: a list of `bytes`.
+
+    Returns:
+        A list of `bytes`, each one complete TFRecord frame.
+    """
+    if not records:
+        return []
+    lengths = np.fromiter((len(r) for r in records), np.uint64, len(records))
+    length_bytes = lengths.astype("<u8").tobytes()
+    headers = [length_bytes[8 * i:8 * i + 8] for i in range(len(records))]
+    header_crcs = _mask(crc32c_batch(headers)).astype("<u4").tobytes()
+    data_crcs = _mask(crc32c_batch(records)).astype("<u4").tobytes()
+    return [
+        b"".join((headers[i], header_crcs[4 * i:4 * i + 4], record,
+                  data_crcs[4 * i:4 * i + 4]))
+        for i, record in enumerate(records)
+    ]
+
+
+def _is_remote(path):
+    return "://" in path
+
+
+class ShardWriter:
+    """Writes one output file under a temporary name until committed.
+
+    Args:
+        path: the final path (local, or a `tf.io.gfile` URL).
+    """
+
+    def __init__(self, path):
+        self.path = path
+        self.temp_path = path + INCOMPLETE_SUFFIX
+        self.count = 0
+        if _is_remote(path):
+            import tensorflow as tf
+            self._file = tf.io.gfile.GFile(self.temp_path, "wb")
+        else:
+            directory = os.path.dirname(path)
+            if directory:
+                os.makedirs(directory, exist_ok=True)
+            self._file = open(self.temp_path, "wb", buffering=1 << 20)
+
+    def write(self, frame):
+        """Appends one framed record."""
+        self._file.write(frame)
+        self.count += 1
+
+    def commit(self):
+        """Closes the file and renames it to its final name."""
+        self._file.close()
+        if _is_remote(self.path):
+            import tensorflow as tf
+            tf.io.gfile.rename(self.temp_path, self.path, overwrite=True)
+        else:
+            os.replace(self.temp_path, self.path)
+
+    def abort(self):
+        """Closes and deletes the temporary file (best effort)."""
+        try:
+            self._file.close()
+            if _is_remote(self.path):
+                import tensorflow as tf
+                tf.io.gfile.remove(self.temp_path)
+            else:
+                os.remove(self.temp_path)
+        except Exception:  # Cleanup must not hide the original error.
+            pass
+
+
+def write_text_atomically(path, text):
+    """Writes a text file through a temporary name and a rename."""
+    writer = ShardWriter(path)
+    writer.write(text.encode("utf-8"))
+    writer.commit()

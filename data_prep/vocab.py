@@ -1,0 +1,211 @@
+"""SentencePiece vocabularies with the released ALBERT special pieces.
+
+The released `30k-clean.model` is a unigram model whose first pieces are
+
+    id:    0      1      2      3      4       5 6 7 8 9 10 11 12
+    piece: <pad>  <unk>  [CLS]  [SEP]  [MASK]  ( ) " - . –  £  €
+
+`train_vocab` builds a model with that layout from raw text (passed through
+`data_prep.text.preprocess_text` first, so the vocabulary sees the same text
+as training), and `check_special_pieces` verifies that a model, trained here or
+released, has the special pieces at those ids; the pretraining-data builder,
+the trainer and the exporters call it before relying on the ids.
+"""
+
+import os
+import random
+
+import sentencepiece as spm
+from absl import logging
+
+from data_prep import reader
+from data_prep import text as text_lib
+
+PAD_ID = 0
+UNK_ID = 1
+CLS_ID = 2
+SEP_ID = 3
+MASK_ID = 4
+
+# Piece -> id, as released.
+SPECIAL_PIECES = {
+    "<pad>": PAD_ID,
+    "<unk>": UNK_ID,
+    "[CLS]": CLS_ID,
+    "[SEP]": SEP_ID,
+    "[MASK]": MASK_ID,
+}
+# User-defined symbols of the released vocabulary (ids 5..12), always whole
+# pieces.
+USER_SYMBOLS = ("(", ")", '"', "-", ".", "\u2013", "\u00a3", "\u20ac")
+
+
+class SpecialPiecesError(ValueError):
+    """A SentencePiece model lacks the special pieces at the expected ids."""
+
+
+def load_model(model):
+    """Loads a SentencePiece model from a path or serialized bytes.
+
+    Args:
+        model: a path (anything `tf.io.gfile` reads when it holds "://"),
+            serialized model bytes, or an already loaded
+            `SentencePieceProcessor` (returned as is).
+
+    Returns:
+        A `sentencepiece.SentencePieceProcessor`.
+
+    Raises:
+        SpecialPiecesError: the file is missing or not a SentencePiece model.
+    """
+    if isinstance(model, spm.SentencePieceProcessor):
+        return model
+    if isinstance(model, str):
+        try:
+            model = reader.read_bytes(model)
+        except OSError as e:
+            raise SpecialPiecesError(
+                "Cannot read SentencePiece model %r: %s" % (model, e)) from None
+    processor = spm.SentencePieceProcessor()
+    try:
+        processor.LoadFromSerializedProto(model)
+    except (RuntimeError, OSError) as e:
+        raise SpecialPiecesError(
+            "Not a SentencePiece model (%s)." % e) from None
+    return processor
+
+
+def check_special_pieces(model):
+    """Checks that a model holds the ALBERT special pieces at the right ids.
+
+    `<pad>`=0, `<unk>`=1, `[CLS]`=2, `[SEP]`=3, `[MASK]`=4, in both directions
+    (piece -> id and id -> piece). The user symbols are not required.
+
+    Args:
+        model: a path, serialized bytes or a `SentencePieceProcessor`.
+
+    Returns:
+        The loaded `SentencePieceProcessor`.
+
+    Raises:
+        SpecialPiecesError: a special piece is missing or at another id; the
+            message lists every mismatch.
+    """
+    processor = load_model(model)
+    size = processor.get_piece_size()
+    problems = []
+    for piece, expected in SPECIAL_PIECES.items():
+        found_id = processor.piece_to_id(piece)
+        found_piece = processor.id_to_piece(expected) if expected < size else None
+        if found_id != expected or found_piece != piece:
+            problems.append(
+                "%s should be id %d (found id %d; id %d is %r)"
+                % (piece, expected, found_id, expected, found_piece))
+    if problems:
+        raise SpecialPiecesError(
+            "SentencePiece model does not have the ALBERT special pieces "
+            "(<pad>=0, <unk>=1, [CLS]=2, [SEP]=3, [MASK]=4); build one with "
+            "`python -m data_prep.build_vocab`. Received: " + "; ".join(problems))
+    return processor
+
+
+def sample_sentences(lines, sample_size, seed):
+    """Uniformly samples at most `sample_size` items of a stream.
+
+    Reservoir sampling: memory holds `sample_size` items whatever the stream
+    length; the sample keeps stream order.
+
+    Args:
+        lines: an iterable of items.
+        sample_size: the most items kept; <= 0 keeps all.
+        seed: seed of the sampling.
+
+    Returns:
+        A list of the sampled items.
+    """
+    if sample_size <= 0:
+        return list(lines)
+    rng = random.Random(seed)
+    reservoir = []  # (stream index, item)
+    for index, line in enumerate(lines):
+        if index < sample_size:
+            reservoir.append((index, line))
+        else:
+            slot = rng.randrange(index + 1)
+            if slot < sample_size:
+                reservoir[slot] = (index, line)
+    reservoir.sort(key=lambda pair: pair[0])
+    return [line for _, line in reservoir]
+
+
+def train_vocab(input_patterns, model_prefix, vocab_size=30000,
+                do_lower_case=True, input_sentence_size=10_000_000,
+                character_coverage=0.9995, hard_vocab_limit=True, seed=12345,
+                num_threads=None, extra_trainer_options=None):
+    """Trains a unigram SentencePiece model with the ALBERT special pieces.
+
+    Every non-blank line of the input is one sentence; lines go through
+    `preprocess_text` before training. At most `input_sentence_size` sentences
+    (a uniform sample of the corpus) are held in memory.
+
+    Args:
+        input_patterns: comma-separated paths or glob patterns (plain or gzip
+            text; anything `tf.io.gfile` reads when a path holds "://").
+        model_prefix: output path prefix; writes `<prefix>.model` and
+            `<prefix>.vocab`.
+        vocab_size: number of pieces, special pieces included.
+        do_lower_case: whether the text is lowercased.
+        input_sentence_size: the most sentences sampled; <= 0 uses them all.
+        character_coverage: fraction of characters the model must cover.
+        hard_vocab_limit: if False, `vocab_size` is a soft limit (small
+            corpora may not support a large vocabulary).
+        seed: seed of the sentence sampling.
+        num_threads: trainer threads (default: the CPU count).
+        extra_trainer_options: more `SentencePieceTrainer` keyword options.
+
+    Returns:
+        The paths `(model_path, vocab_path)`.
+
+    Raises:
+        reader.InputError: an input is missing, unreadable or holds no text.
+        SpecialPiecesError: the trained model lacks the special pieces (for
+            example a user symbol clashing with them in extra options).
+    """
+    paths = reader.expand_input_patterns(input_patterns)
+    counters = reader.ReadCounters()
+    sentences = (
+        line for line in (
+            text_lib.preprocess_text(raw, do_lower_case)
+            for raw in reader.iter_lines(paths, counters))
+        if line)
+    sample = sample_sentences(sentences, input_sentence_size, seed)
+    logging.info("Read %d lines from %d files; training on %d sentences.",
+                 counters.lines, len(paths), len(sample))
+    counters.log_skips()
+    if not sample:
+        raise reader.InputError(
+            "No text to train a vocabulary on in %r." % (input_patterns,))
+    directory = os.path.dirname(model_prefix)
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    options = dict(
+        model_prefix=model_prefix,
+        model_type="unigram",
+        vocab_size=vocab_size,
+        pad_id=PAD_ID,
+        unk_id=UNK_ID,
+        bos_id=-1,
+        eos_id=-1,
+        control_symbols=["[CLS]", "[SEP]", "[MASK]"],
+        user_defined_symbols=list(USER_SYMBOLS),
+        character_coverage=character_coverage,
+        hard_vocab_limit=hard_vocab_limit,
+        input_sentence_size=0,  # sampled above
+        num_threads=num_threads or os.cpu_count() or 1,
+        minloglevel=1,
+    )
+    options.update(extra_trainer_options or {})
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(sample), **options)
+    model_path = model_prefix + ".model"
+    check_special_pieces(model_path)
+    return model_path, model_prefix + ".vocab"

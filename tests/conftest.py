@@ -1,0 +1,206 @@
+"""Shared pytest fixtures."""
+
+import io
+
+import numpy as np
+import pytest
+
+# --- Checkpoint conversion (tests/test_convert_*.py, tests/test_pretrained.py) ---
+
+_SPM_WORDS = ("the quick brown fox jumps over a lazy dog hello world cafe "
+              "naive resume model albert weights convert release").split()
+
+
+@pytest.fixture(scope="session")
+def albert_spm_model(tmp_path_factory):
+    """A tiny SentencePiece model with the released ALBERT special pieces.
+
+    `<pad>`=0, `<unk>`=1, `[CLS]`=2, `[SEP]`=3, `[MASK]`=4, trained on
+    lowercased, accent-free text as the releases were.
+
+    Returns:
+        The path of the `.model` file.
+    """
+    import sentencepiece as spm
+
+    rng = np.random.default_rng(0)
+    lines = [" ".join(rng.choice(_SPM_WORDS, 8)) for _ in range(400)]
+    buffer = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines), model_writer=buffer, vocab_size=48,
+        model_type="unigram", pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
+        control_symbols=["[CLS]", "[SEP]", "[MASK]"], character_coverage=1.0,
+        minloglevel=2)
+    path = tmp_path_factory.mktemp("spm") / "30k-clean.model"
+    path.write_bytes(buffer.getvalue())
+    return str(path)
+
+
+@pytest.fixture
+def random_pretrainer():
+    """A factory of `AlbertPretrainer`s whose every weight is random.
+
+    Call it with `AlbertConfig.from_preset("tiny")` overrides and an optional
+    `seed`; LayerNorm scales and biases get random values too, so a tensor
+    mapped to the wrong place changes the outputs.
+    """
+    from albert_tf import AlbertConfig, AlbertPretrainer
+
+    def make(seed=0, **overrides):
+        values = dict(vocab_size=48, hidden_dropout_prob=0.0,
+                      attention_probs_dropout_prob=0.0)
+        values.update(overrides)
+        model = AlbertPretrainer(AlbertConfig.from_preset("tiny", **values))
+        rng = np.random.default_rng(seed)
+        for v in model.weights:
+            v.assign(rng.normal(scale=0.3, size=v.shape).astype("float32"))
+        return model
+
+    return make
+
+
+def pretrainer_inputs(config, batch=2, length=9, predictions=3, seed=0):
+    """Random `AlbertPretrainer` inputs with padding in the second example."""
+    rng = np.random.default_rng(seed)
+    mask = np.ones((batch, length), np.int32)
+    mask[1:, length // 2:] = 0
+    return {
+        "input_word_ids": rng.integers(0, config.vocab_size, (batch, length),
+                                       dtype=np.int32),
+        "input_mask": mask,
+        "input_type_ids": (np.arange(length)[None, :] >= length // 3).astype(
+            np.int32).repeat(batch, 0),
+        "masked_lm_positions": rng.integers(0, length // 2, (batch, predictions),
+                                            dtype=np.int32),
+    }
+
+
+@pytest.fixture
+def assert_same_model():
+    """Checks two pretrainers have bit-identical weights and outputs."""
+
+    def check(expected, actual):
+        assert expected.config == actual.config
+        ours = {v.path: v.numpy() for v in expected.weights}
+        theirs = {v.path: v.numpy() for v in actual.weights}
+        assert sorted(ours) == sorted(theirs)
+        for path, value in ours.items():
+            np.testing.assert_array_equal(theirs[path], value, err_msg=path)
+        inputs = pretrainer_inputs(expected.config)
+        out_a, out_b = expected(inputs), actual(inputs)
+        for key in ("sequence_output", "pooled_output", "mlm_logits",
+                    "sop_logits"):
+            np.testing.assert_array_equal(np.asarray(out_a[key]),
+                                          np.asarray(out_b[key]), err_msg=key)
+
+    return check
+
+
+@pytest.fixture
+def make_inputs():
+    """The `pretrainer_inputs(config, batch, length, predictions, seed)` helper."""
+    return pretrainer_inputs
+
+
+# --- Data prep (tests/test_{text,vocab,reader,schema,tfrecord,instances,pipeline,...}.py) ---
+# A generated corpus (`corpus_*`) and a tiny SentencePiece model trained on it
+# once per session (`spm_*`).
+
+_CORPUS_SYLLABLES = ("ka", "to", "ri", "men", "sa", "lo", "pre", "di", "on",
+                     "ta", "ver", "mi", "an", "el", "us", "qua", "ble", "ing",
+                     "st", "ro")
+_CORPUS_ACCENTED = ("café", "naïve", "Über", "façade", "rôle", "Ångström",
+                    "東京", "ﬁnal", "coöp")
+
+
+def corpus_text(num_documents, seed=0, min_sentences=2, max_sentences=12):
+    """A corpus in the input format: one sentence a line, blank between docs.
+
+    Made-up words of 1-4 syllables (so pieces split words), Zipf-like word
+    choice, sentences of 3-30 words with some capitals, numbers, punctuation
+    and a few accented/CJK words.
+    """
+    import random
+
+    rng = random.Random(seed)
+    words = set()
+    while len(words) < 600:
+        words.add("".join(rng.choice(_CORPUS_SYLLABLES)
+                          for _ in range(rng.choice((1, 1, 2, 2, 3, 4)))))
+    words = sorted(words)
+    weights = [1.0 / (rank + 1) for rank in range(len(words))]
+    documents = []
+    for _ in range(num_documents):
+        sentences = []
+        for _ in range(rng.randint(min_sentences, max_sentences)):
+            length = rng.randint(3, 30)
+            tokens = rng.choices(words, weights, k=length)
+            if rng.random() < 0.1:
+                tokens[rng.randrange(length)] = rng.choice(_CORPUS_ACCENTED)
+            if rng.random() < 0.2:
+                tokens[rng.randrange(length)] = str(rng.randint(0, 2000))
+            if rng.random() < 0.3:
+                tokens[rng.randrange(length)] += rng.choice((",", ";", ":"))
+            sentence = " ".join(tokens)
+            sentences.append(sentence[0].upper() + sentence[1:]
+                             + rng.choice((".", ".", ".", "?", "!")))
+        documents.append("\n".join(sentences))
+    return "\n\n".join(documents) + "\n"
+
+
+@pytest.fixture(scope="session")
+def corpus_dir(tmp_path_factory):
+    """A directory with a generated corpus in two files (a.txt, b.txt)."""
+    directory = tmp_path_factory.mktemp("corpus")
+    (directory / "a.txt").write_text(corpus_text(400, seed=1), encoding="utf-8")
+    (directory / "b.txt").write_text(corpus_text(300, seed=2), encoding="utf-8")
+    return directory
+
+
+@pytest.fixture(scope="session")
+def corpus_files(corpus_dir):
+    """Comma-separated paths of the generated corpus files."""
+    return ",".join(str(corpus_dir / name) for name in ("a.txt", "b.txt"))
+
+
+@pytest.fixture(scope="session")
+def corpus_cli_env():
+    """Environment for `python -m data_prep....` subprocesses."""
+    import os
+
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+@pytest.fixture(scope="session")
+def spm_model_path(tmp_path_factory, corpus_dir):
+    """A tiny unigram model (<= 500 pieces) built by `data_prep.vocab`."""
+    from data_prep import vocab
+
+    prefix = str(tmp_path_factory.mktemp("spm") / "tiny")
+    model_path, _ = vocab.train_vocab(
+        str(corpus_dir / "a.txt"), prefix, vocab_size=500,
+        hard_vocab_limit=False, num_threads=2)
+    return model_path
+
+
+@pytest.fixture(scope="session")
+def spm_model(spm_model_path):
+    """The tiny model, loaded (`sentencepiece.SentencePieceProcessor`)."""
+    import sentencepiece as spm
+
+    return spm.SentencePieceProcessor(model_file=spm_model_path)
+
+
+@pytest.fixture(scope="session")
+def spm_plain_model_path(tmp_path_factory, corpus_dir):
+    """A SentencePiece model with the default special pieces (no [CLS]...)."""
+    import sentencepiece as spm
+
+    prefix = str(tmp_path_factory.mktemp("spm_plain") / "plain")
+    spm.SentencePieceTrainer.train(
+        input=str(corpus_dir / "b.txt"), model_prefix=prefix, vocab_size=300,
+        hard_vocab_limit=False, minloglevel=2, num_threads=2)
+    return prefix + ".model"

@@ -1,0 +1,176 @@
+"""Tests for data_prep.instances: SOP pairs, truncation, n-gram masking."""
+
+import collections
+import random
+
+import numpy as np
+import pytest
+
+from data_prep import instances
+from data_prep import vocab
+
+
+def _official_truncation(len_a, len_b, max_num_tokens):
+    """The official one-token-at-a-time loop, counting removals."""
+    removed = [0, 0]
+    lengths = [len_a, len_b]
+    while sum(lengths) > max_num_tokens:
+        side = 0 if lengths[0] > lengths[1] else 1
+        lengths[side] -= 1
+        removed[side] += 1
+    return tuple(removed)
+
+
+def test_truncation_counts_match_official_loop():
+    rng = random.Random(0)
+    for _ in range(2000):
+        la, lb, cap = rng.randint(1, 300), rng.randint(1, 300), rng.randint(2, 300)
+        assert instances.truncation_counts(la, lb, cap) == _official_truncation(la, lb, cap)
+
+
+def test_is_start_piece_official_rule():
+    starts = ["\u2581the", "<unk>", ",", "(", "9", "'s", "\u00e9t\u00e9", "\u6771"]
+    continuations = ["ing", "s.", "Ing", "a-b"]
+    assert all(instances.is_start_piece(p) for p in starts)
+    assert not any(instances.is_start_piece(p) for p in continuations)
+
+
+def test_options_validation():
+    with pytest.raises(ValueError, match="max_seq_length"):
+        instances.InstanceOptions(max_seq_length=4).validate()
+    with pytest.raises(ValueError, match="masked_lm_prob"):
+        instances.InstanceOptions(masked_lm_prob=1.5).validate()
+
+
+def _synthetic_chunk(seed, num_docs=300, vocab_size=200):
+    """Flat ids (>= 13) of random sentences; word starts at ids < 120."""
+    rng = random.Random(seed)
+    offsets, documents = [0], []
+    for _ in range(num_docs):
+        first = len(offsets) - 1
+        for _ in range(rng.randint(2, 10)):
+            offsets.append(offsets[-1] + rng.choice([1, 2, 5, 12, 20, 30, 70]))
+        documents.append((first, len(offsets) - 1))
+    flat = np.random.default_rng(seed).integers(13, vocab_size, offsets[-1])
+    start_table = np.zeros(vocab_size, bool)
+    start_table[13:120] = True
+    return flat.astype(np.int32), offsets, documents, start_table
+
+
+def _counters():
+    return collections.Counter()
+
+
+@pytest.mark.parametrize("random_next", [False, True])
+def test_pairs_are_valid_ranges(random_next):
+    flat, offsets, documents, table = _synthetic_chunk(0)
+    options = instances.InstanceOptions(max_seq_length=64,
+                                        random_next_sentence=random_next)
+    counters = _counters()
+    pairs = instances.build_pairs(offsets, documents, table[flat], options, 2,
+                                  random.Random(1), counters)
+    assert len(pairs) > 500
+    assert (pairs.a_len >= 1).all() and (pairs.b_len >= 1).all()
+    assert (pairs.a_len + pairs.b_len <= 61).all()
+    doc_of = np.searchsorted([offsets[d[1]] for d in documents],
+                             np.stack([pairs.a_start, pairs.b_start]), side="right")
+    if random_next:
+        assert counters["random_next_instances"] > 0
+        assert (pairs.label[doc_of[0] != doc_of[1]] == 1).all()
+    else:
+        # SOP: both segments from one document, adjacent unless truncated.
+        assert (doc_of[0] == doc_of[1]).all()
+        kept = pairs.label == 0
+        gap_kept = pairs.b_start[kept] - (pairs.a_start + pairs.a_len)[kept]
+        gap_swapped = pairs.a_start[~kept] - (pairs.b_start + pairs.b_len)[~kept]
+        assert (gap_kept >= 0).all() and (gap_swapped >= 0).all()
+        assert 0.45 < pairs.label.mean() < 0.55
+        assert counters["split_sentences"] > 0
+
+
+def test_short_target_fraction():
+    flat, offsets, documents, table = _synthetic_chunk(3, num_docs=800)
+    options = instances.InstanceOptions(max_seq_length=128, short_seq_prob=0.2)
+    pairs = instances.build_pairs(offsets, documents, table[flat], options, 1,
+                                  random.Random(2), _counters())
+    assert 0.16 < pairs.short.mean() < 0.24
+    lengths = pairs.a_len + pairs.b_len
+    assert lengths[pairs.short == 1].mean() < 0.9 * lengths[pairs.short == 0].mean()
+
+
+def _mask(options, seed=0, dupe=2):
+    flat, offsets, documents, table = _synthetic_chunk(seed)
+    pairs = instances.build_pairs(offsets, documents, table[flat], options,
+                                  dupe, random.Random(seed), _counters())
+    features, stats = instances.assemble_and_mask(
+        flat, pairs, options, table, 200, np.random.default_rng(seed))
+    return flat, table, pairs, features, stats
+
+
+@pytest.mark.parametrize("whole_word", [True, False])
+def test_layout_and_masking_invariants(whole_word):
+    options = instances.InstanceOptions(max_seq_length=64,
+                                        max_predictions_per_seq=10,
+                                        do_whole_word_mask=whole_word)
+    flat, table, pairs, f, stats = _mask(options)
+    ids, mask, seg = f["input_ids"], f["input_mask"], f["segment_ids"]
+    positions, labels = f["masked_lm_positions"], f["masked_lm_ids"]
+    weights = f["masked_lm_weights"]
+    filled = 0
+    for row in range(len(pairs)):
+        la, lb = int(pairs.a_len[row]), int(pairs.b_len[row])
+        n = la + lb + 3
+        count = int(weights[row].sum())
+        pos = positions[row, :count]
+        original = ids[row].copy()
+        original[pos] = labels[row, :count]
+        assert original[0] == vocab.CLS_ID and original[la + 1] == vocab.SEP_ID
+        assert original[n - 1] == vocab.SEP_ID and not original[n:].any()
+        a0, b0 = int(pairs.a_start[row]), int(pairs.b_start[row])
+        assert (original[1:la + 1] == flat[a0:a0 + la]).all()
+        assert (original[la + 2:n - 1] == flat[b0:b0 + lb]).all()
+        assert mask[row].tolist() == [1] * n + [0] * (64 - n)
+        assert seg[row].tolist() == [0] * (la + 2) + [1] * (lb + 1) + [0] * (64 - n)
+        # Masked: sorted, unique, never [CLS]/[SEP]/padding, within budget.
+        assert (np.diff(pos) > 0).all()
+        assert not np.isin(pos, [0, la + 1]).any() and (pos < n - 1).all()
+        budget = min(10, max(1, round(n * 0.15)))
+        assert count <= budget
+        filled += count == budget
+        assert not weights[row, count:].any() and not positions[row, count:].any()
+        if whole_word:
+            # Whole words: a masked continuation piece has its word start
+            # masked too (segment starts begin words).
+            starts = set(pos.tolist())
+            for p in pos:
+                if not table[original[p]] and p not in (1, la + 2):
+                    assert p - 1 in starts
+    # The budget is missed only when every word left is too long for it.
+    assert filled > 0.9 * len(pairs)
+    token_boundary = f["token_boundary"]
+    assert (token_boundary[:, 0] == 1).all()
+    replaced = (f["input_ids"] != 0) & (mask == 0)
+    assert not replaced.any()
+    assert stats["masked_tokens"] == int(weights.sum())
+
+
+def test_mask_replacement_proportions_and_ngrams():
+    options = instances.InstanceOptions(max_seq_length=128)
+    _, _, pairs, f, stats = _mask(options, seed=5, dupe=3)
+    rows, cols = np.nonzero(f["masked_lm_weights"])
+    positions = f["masked_lm_positions"][rows, cols]
+    now = f["input_ids"][rows, positions]
+    before = f["masked_lm_ids"][rows, cols]
+    as_mask = (now == vocab.MASK_ID).mean()
+    kept = (now == before).mean()
+    assert 0.77 < as_mask < 0.83 and 0.08 < kept < 0.13
+    counts = stats["ngram_counts"]
+    assert counts[1] > counts[2] > counts[3] > 0
+    assert 0.13 < stats["masked_tokens"] / stats["maskable_tokens"] < 0.17
+    assert 0.45 < pairs.label.mean() < 0.55
+
+
+def test_no_masking_when_prob_zero():
+    options = instances.InstanceOptions(max_seq_length=32, masked_lm_prob=0.0)
+    _, _, _, f, stats = _mask(options, dupe=1)
+    assert stats["masked_tokens"] == 0 and not f["masked_lm_weights"].any()

@@ -1,0 +1,225 @@
+"""End-to-end tests for data_prep.pipeline on a generated corpus."""
+
+import glob
+import gzip
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from data_prep import instances
+from data_prep import pipeline
+from data_prep import reader
+from data_prep import text
+from data_prep import tfrecord
+from data_prep import vocab
+
+SEQ, PRED = 128, 20
+
+# The spec of the official ALBERT run_pretraining.py, written out literally.
+OFFICIAL_SPEC = {
+    "input_ids": tf.io.FixedLenFeature([SEQ], tf.int64),
+    "input_mask": tf.io.FixedLenFeature([SEQ], tf.int64),
+    "segment_ids": tf.io.FixedLenFeature([SEQ], tf.int64),
+    "token_boundary": tf.io.FixedLenFeature([SEQ], tf.int64),
+    "masked_lm_positions": tf.io.FixedLenFeature([PRED], tf.int64),
+    "masked_lm_ids": tf.io.FixedLenFeature([PRED], tf.int64),
+    "masked_lm_weights": tf.io.FixedLenFeature([PRED], tf.float32),
+    "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
+}
+
+
+def _parse(paths):
+    records = [r.numpy() for r in tf.data.TFRecordDataset(paths)]
+    parsed = tf.io.parse_example(records, OFFICIAL_SPEC)
+    return {k: v.numpy() for k, v in parsed.items()}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, corpus_files, spm_model_path):
+    """One run over the corpus: dupe 3, seq 128, 3 shards."""
+    out = str(tmp_path_factory.mktemp("built") / "train.tfrecord")
+    stats = pipeline.create_pretraining_data(
+        corpus_files, out, spm_model_path,
+        options=instances.InstanceOptions(max_seq_length=SEQ,
+                                          max_predictions_per_seq=PRED),
+        dupe_factor=3, num_output_shards=3, chunk_bytes=100_000,
+        shuffle_buffer_size=500)
+    return out, stats, _parse(stats["output_files"])
+
+
+def test_outputs_and_statistics_file(built):
+    out, stats, features = built
+    assert stats["output_files"] == ["%s-%05d-of-00003" % (out, i) for i in range(3)]
+    assert not glob.glob(out + "*" + tfrecord.INCOMPLETE_SUFFIX)
+    with open(out + pipeline.STATS_SUFFIX) as f:
+        on_disk = json.load(f)
+    assert on_disk["instances"] == stats["instances"] == len(features["input_ids"])
+    assert sum(on_disk["records_per_shard"]) == stats["instances"]
+    assert max(on_disk["records_per_shard"]) - min(on_disk["records_per_shard"]) <= 1
+    for key in ("tokens", "masked_fraction", "ngram_histogram",
+                "sop_label_counts", "short_seq_fraction", "skipped"):
+        assert key in on_disk
+
+
+def test_round_trip_layout_and_masks(built, spm_model, corpus_dir):
+    _, _, f = built
+    # Every document of the corpus as one comma-joined id string.
+    docs = []
+    for name in ("a.txt", "b.txt"):
+        with open(corpus_dir / name, encoding="utf-8") as fh:
+            for block in fh.read().split("\n\n"):
+                lines = [l for l in block.split("\n") if l.strip()]
+                ids = sum(text.tokenize_to_ids(spm_model, lines), [])
+                docs.append("," + ",".join(map(str, ids)) + ",")
+    corpus = "|".join(docs)
+    special = {vocab.CLS_ID, vocab.SEP_ID, vocab.PAD_ID}
+    for row in range(0, len(f["input_ids"]), 37):
+        ids = f["input_ids"][row]
+        n = int(f["input_mask"][row].sum())
+        count = int(f["masked_lm_weights"][row].sum())
+        positions = f["masked_lm_positions"][row, :count]
+        original = ids.copy()
+        original[positions] = f["masked_lm_ids"][row, :count]
+        pieces = [spm_model.id_to_piece(int(i)) for i in original[:n]]
+        seps = [i for i, p in enumerate(pieces) if p == "[SEP]"]
+        assert pieces[0] == "[CLS]" and len(seps) == 2 and seps[1] == n - 1
+        assert "[CLS]" not in pieces[1:] and "[MASK]" not in pieces
+        a, b = original[1:seps[0]], original[seps[0] + 1:n - 1]
+        assert len(a) and len(b)
+        assert f["segment_ids"][row].tolist() == (
+            [0] * (seps[0] + 1) + [1] * (n - seps[0] - 1) + [0] * (SEQ - n))
+        assert not original[n:].any()
+        # A and B are contiguous token runs of one corpus document.
+        for segment in (a, b):
+            assert "," + ",".join(map(str, segment)) + "," in corpus
+        # Masked positions: recorded ids are the originals, specials never.
+        assert not set(original[positions].tolist()) & special
+        assert f["masked_lm_weights"][row].tolist() == [1.0] * count + [0.0] * (PRED - count)
+        assert not f["masked_lm_positions"][row, count:].any()
+        assert (f["token_boundary"][row, [0, seps[0], n - 1]] == 1).all()
+
+
+def test_statistics_over_thousands_of_instances(built):
+    _, stats, f = built
+    assert len(f["input_ids"]) >= 2000
+    n = f["input_mask"].sum(axis=1)
+    maskable = (n - 3).sum()
+    weights = f["masked_lm_weights"]
+    assert 0.13 <= weights.sum() / maskable <= 0.16
+    assert abs(stats["masked_fraction"] - weights.sum() / maskable) < 1e-5
+    assert 0.45 <= f["next_sentence_labels"].mean() <= 0.55
+    assert 0.07 <= stats["short_seq_fraction"] <= 0.13
+    histogram = stats["ngram_histogram"]
+    assert histogram["1"] > histogram["2"] > histogram["3"] > 0
+    # Spans do not overlap: positions are strictly increasing per row.
+    for row in range(len(weights)):
+        count = int(weights[row].sum())
+        assert (np.diff(f["masked_lm_positions"][row, :count]) > 0).all()
+    # [CLS], [SEP] and padding are never masked.
+    rows, cols = np.nonzero(weights)
+    positions = f["masked_lm_positions"][rows, cols]
+    first_sep = (f["input_mask"] - f["segment_ids"]).sum(axis=1) - 1
+    assert (positions > 0).all() and (positions < n[rows] - 1).all()
+    assert (positions != first_sep[rows]).all()
+    assert not np.isin(f["masked_lm_ids"][rows, cols],
+                       [vocab.CLS_ID, vocab.SEP_ID, vocab.PAD_ID]).any()
+
+
+@pytest.mark.slow
+def test_byte_identical_for_one_and_two_workers(tmp_path, corpus_files, spm_model_path):
+    outputs = {}
+    for workers, seed in ((1, 7), (2, 7), (1, 8)):
+        out = str(tmp_path / ("w%d_s%d" % (workers, seed)) / "x.tfrecord")
+        stats = pipeline.create_pretraining_data(
+            corpus_files, out, spm_model_path,
+            options=instances.InstanceOptions(max_seq_length=64,
+                                              max_predictions_per_seq=10),
+            dupe_factor=2, random_seed=seed, num_workers=workers,
+            num_output_shards=2, chunk_bytes=60_000, shuffle_buffer_size=300)
+        assert stats["read"]["files"] == 2
+        outputs[workers, seed] = [open(p, "rb").read() for p in stats["output_files"]]
+    assert outputs[1, 7] == outputs[2, 7]
+    assert outputs[1, 7] != outputs[1, 8]
+    assert all(len(shard) > 1000 for shard in outputs[1, 7])
+
+
+def test_interrupted_run_leaves_no_whole_looking_shard(tmp_path, corpus_files,
+                                                       spm_model_path, monkeypatch):
+    out = str(tmp_path / "x.tfrecord")
+    shards = pipeline.output_paths(out, 2)
+    with open(shards[0], "wb") as f:
+        f.write(b"previous complete shard")
+    real_call = pipeline.ChunkProcessor.__call__
+
+    def failing_call(self, chunk):
+        if chunk.index == 2:
+            raise KeyboardInterrupt("simulated interruption")
+        return real_call(self, chunk)
+
+    monkeypatch.setattr(pipeline.ChunkProcessor, "__call__", failing_call)
+    with pytest.raises(KeyboardInterrupt):
+        pipeline.create_pretraining_data(
+            corpus_files, out, spm_model_path,
+            options=instances.InstanceOptions(max_seq_length=64),
+            dupe_factor=1, num_output_shards=2, chunk_bytes=30_000,
+            shuffle_buffer_size=0)
+    assert open(shards[0], "rb").read() == b"previous complete shard"
+    assert not os.path.exists(shards[1])
+    assert not os.path.exists(out + pipeline.STATS_SUFFIX)
+    assert not glob.glob(str(tmp_path / ("*" + tfrecord.INCOMPLETE_SUFFIX)))
+
+
+def test_bad_inputs_are_counted_not_fatal(tmp_path, spm_model_path):
+    good = "\n".join("Sentence number %d is here and fine." % i for i in range(6))
+    long_line = " ".join("word%d" % i for i in range(400)) + "."
+    (tmp_path / "mixed.txt").write_bytes(
+        (good + "\n\nonly one sentence here.\n\n" + good + "\n").encode()
+        + b"bad \xff\xfe line\n" + (long_line + "\n" + good + "\n").encode())
+    (tmp_path / "empty.txt").write_bytes(b"")
+    with gzip.open(tmp_path / "packed.txt.gz", "wt", encoding="utf-8") as g:
+        g.write(good + "\n\n" + good + "\n")
+    stats = pipeline.create_pretraining_data(
+        str(tmp_path / "*.txt") + "," + str(tmp_path / "*.gz"),
+        str(tmp_path / "out" / "o.tfrecord"), spm_model_path,
+        options=instances.InstanceOptions(max_seq_length=64), dupe_factor=1)
+    skipped = stats["skipped"]
+    assert skipped["non_utf8_lines"] == 1
+    assert skipped["empty_files"] == 1
+    assert skipped["one_sentence_documents"] == 1
+    assert stats["long_sentences_truncated"] >= 1
+    assert stats["read"]["files"] == 3 and stats["documents"] == 4
+    assert stats["instances"] > 0
+
+
+def test_clear_errors(tmp_path, corpus_files, spm_model_path, spm_plain_model_path):
+    out = str(tmp_path / "o.tfrecord")
+    with pytest.raises(reader.InputError, match="No file matches"):
+        pipeline.create_pretraining_data(str(tmp_path / "none*.txt"), out,
+                                         spm_model_path)
+    with pytest.raises(vocab.SpecialPiecesError, match=r"\[CLS\]"):
+        pipeline.create_pretraining_data(corpus_files, out, spm_plain_model_path)
+    with pytest.raises(vocab.SpecialPiecesError, match="Cannot read"):
+        pipeline.create_pretraining_data(corpus_files, out, str(tmp_path / "no.model"))
+    (tmp_path / "singles.txt").write_text("one.\n\ntwo.\n\n", encoding="utf-8")
+    with pytest.raises(reader.InputError, match="No instances"):
+        pipeline.create_pretraining_data(str(tmp_path / "singles.txt"), out,
+                                         spm_model_path)
+    assert not os.path.exists(out)
+    with pytest.raises(ValueError, match="lists 2 files"):
+        pipeline.create_pretraining_data(corpus_files, out + "," + out + "2",
+                                         spm_model_path, num_output_shards=3)
+
+
+def test_random_next_sentence_mode(tmp_path, corpus_files, spm_model_path):
+    stats = pipeline.create_pretraining_data(
+        corpus_files, str(tmp_path / "r.tfrecord"), spm_model_path,
+        options=instances.InstanceOptions(max_seq_length=64,
+                                          random_next_sentence=True),
+        dupe_factor=1)
+    assert stats["random_next_instances"] > 0
+    # Official NSP-style mode: half of the multi-sentence chunks and every
+    # lone sentence take B from another document, so label 1 is over half.
+    assert 0.5 <= stats["sop_swapped_fraction"] <= 0.8

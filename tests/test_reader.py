@@ -1,0 +1,95 @@
+"""Tests for data_prep.reader: patterns, plain/gzip/gfile, skips, chunks."""
+
+import gzip
+import os
+
+import pytest
+
+from data_prep import reader
+
+
+def _write(path, data):
+    path.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+    return str(path)
+
+
+def test_expand_patterns_order_and_errors(tmp_path):
+    for name in ("b.txt", "a.txt", "c.log"):
+        _write(tmp_path / name, "x\n")
+    paths = reader.expand_input_patterns(
+        "%s,%s" % (tmp_path / "c.log", tmp_path / "*.txt"))
+    assert [os.path.basename(p) for p in paths] == ["c.log", "a.txt", "b.txt"]
+    with pytest.raises(reader.InputError, match="No file matches"):
+        reader.expand_input_patterns(str(tmp_path / "missing*.txt"))
+    with pytest.raises(reader.InputError, match="No input files"):
+        reader.expand_input_patterns(" , ")
+    with pytest.raises(reader.InputError, match="not a file"):
+        reader.expand_input_patterns(str(tmp_path))
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_unreadable_file_is_an_error(tmp_path):
+    path = _write(tmp_path / "secret.txt", "x\n")
+    os.chmod(path, 0)
+    with pytest.raises(reader.InputError, match="not readable"):
+        reader.expand_input_patterns(path)
+
+
+def test_plain_gzip_and_gfile_read_the_same(tmp_path):
+    text = "first line\nsecond\n\nthird\r\n"
+    plain = _write(tmp_path / "p.txt", text)
+    packed = _write(tmp_path / "p.txt.gz", gzip.compress(text.encode()))
+    disguised = _write(tmp_path / "gz_without_suffix", gzip.compress(text.encode()))
+    expected = ["first line", "second", "", "third"]
+    for path in (plain, packed, disguised, "file://" + plain):
+        counters = reader.ReadCounters()
+        assert list(reader.iter_file_lines(path, counters)) == expected
+        assert counters.lines == 4
+
+
+def test_bad_lines_are_counted_skips(tmp_path):
+    data = b"good one\nbad \xff\xfe bytes\n" + b"y" * 100 + b"\nlast\n"
+    path = _write(tmp_path / "mixed.txt", data)
+    empty = _write(tmp_path / "empty.txt", b"")
+    counters = reader.ReadCounters()
+    lines = list(reader.iter_lines([path, empty], counters, max_line_bytes=50))
+    assert lines == ["good one", "last"]
+    assert counters.non_utf8_lines == 1
+    assert counters.overlong_lines == 1
+    assert counters.empty_files == 1
+    assert "mixed.txt:2" in counters.examples["non_utf8_lines"][0]
+
+
+def test_corrupt_gzip_is_a_clear_error(tmp_path):
+    data = gzip.compress(b"some text\n" * 1000)
+    path = _write(tmp_path / "broken.gz", data[:len(data) // 2])
+    with pytest.raises(reader.InputError, match="broken.gz"):
+        list(reader.iter_file_lines(path, reader.ReadCounters()))
+
+
+def test_chunks_hold_whole_documents(tmp_path):
+    docs = [["d%d s%d" % (d, s) for s in range(3)] for d in range(20)]
+    text = "\n\n".join("\n".join(doc) for doc in docs) + "\n"
+    path = _write(tmp_path / "c.txt", text)
+    other = _write(tmp_path / "d.txt", "tail a\ntail b\n")  # No blank line.
+    counters = reader.ReadCounters()
+    chunks = list(reader.iter_chunks([path, other], counters, chunk_bytes=40))
+    assert [c.index for c in chunks] == list(range(len(chunks)))
+    assert len(chunks) > 3
+    rebuilt = []
+    for chunk in chunks:
+        bounds = chunk.doc_starts + [len(chunk.lines)]
+        for i in range(len(chunk.doc_starts)):
+            rebuilt.append(chunk.lines[bounds[i]:bounds[i + 1]])
+    assert rebuilt == docs + [["tail a", "tail b"]]
+    assert counters.documents == 21 and counters.split_documents == 0
+
+
+def test_huge_document_is_split_so_chunks_stay_bounded(tmp_path):
+    path = _write(tmp_path / "one_doc.txt", "".join("line %d\n" % i for i in range(500)))
+    counters = reader.ReadCounters()
+    chunks = list(reader.iter_chunks([path], counters, chunk_bytes=200))
+    assert len(chunks) > 10
+    assert max(sum(len(l) + 1 for l in c.lines) for c in chunks) <= 400
+    assert counters.split_documents >= 10
+    assert sum(len(c.lines) for c in chunks) == 500

@@ -1,0 +1,72 @@
+"""Tests for data_prep.vocab: training and the special-piece check."""
+
+import pytest
+import sentencepiece as spm
+
+from data_prep import reader
+from data_prep import vocab
+
+
+def test_trained_model_layout(spm_model):
+    pieces = [spm_model.id_to_piece(i) for i in range(13)]
+    assert pieces == ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]",
+                      "(", ")", '"', "-", ".", "\u2013", "\u00a3", "\u20ac"]
+    assert spm_model.pad_id() == 0 and spm_model.unk_id() == 1
+    assert spm_model.bos_id() == -1 and spm_model.eos_id() == -1
+    # Control symbols never come out of raw text.
+    assert vocab.CLS_ID not in spm_model.encode("a [CLS] b [MASK]")
+    assert vocab.check_special_pieces(spm_model) is spm_model
+
+
+def test_trained_on_preprocessed_text(spm_model):
+    # Accents were stripped and text lowercased before training, so no piece
+    # holds an uppercase or accented Latin letter.
+    pieces = [spm_model.id_to_piece(i) for i in range(spm_model.get_piece_size())]
+    assert not any(c in "ÉéÜüÏïÇçÅå" for p in pieces for c in p)
+    assert not any(p != p.lower() for p in pieces[5:])
+
+
+def test_check_rejects_model_without_special_pieces(spm_plain_model_path):
+    with pytest.raises(vocab.SpecialPiecesError, match=r"<pad> should be id 0"):
+        vocab.check_special_pieces(spm_plain_model_path)
+
+
+def test_check_rejects_missing_and_garbage(tmp_path):
+    with pytest.raises(vocab.SpecialPiecesError, match="Cannot read"):
+        vocab.check_special_pieces(str(tmp_path / "missing.model"))
+    garbage = tmp_path / "garbage.model"
+    garbage.write_bytes(b"this is not a model")
+    with pytest.raises(vocab.SpecialPiecesError, match="Not a SentencePiece"):
+        vocab.check_special_pieces(str(garbage))
+
+
+def test_check_accepts_bytes(spm_model_path):
+    with open(spm_model_path, "rb") as f:
+        processor = vocab.check_special_pieces(f.read())
+    assert isinstance(processor, spm.SentencePieceProcessor)
+
+
+def test_sample_sentences_bounded_uniform_and_ordered():
+    items = list(range(10000))
+    sample = vocab.sample_sentences(iter(items), 500, seed=3)
+    assert len(sample) == 500 and sample == sorted(sample)
+    assert sample == vocab.sample_sentences(iter(items), 500, seed=3)
+    assert sample != vocab.sample_sentences(iter(items), 500, seed=4)
+    # Uniform: the mean index is near the middle.
+    assert 4000 < sum(sample) / len(sample) < 6000
+    assert vocab.sample_sentences(iter(range(7)), 0, seed=1) == list(range(7))
+
+
+def test_train_vocab_samples_and_errors(tmp_path, corpus_dir):
+    model, vocab_file = vocab.train_vocab(
+        str(corpus_dir / "b.txt"), str(tmp_path / "v" / "m"), vocab_size=200,
+        input_sentence_size=300, hard_vocab_limit=False, num_threads=1,
+        do_lower_case=False)
+    assert vocab.check_special_pieces(model).get_piece_size() <= 200
+    with open(vocab_file, encoding="utf-8") as f:
+        assert f.readline().split("\t")[0] == "<pad>"
+    with pytest.raises(reader.InputError, match="No file matches"):
+        vocab.train_vocab(str(tmp_path / "nope*.txt"), str(tmp_path / "x"))
+    (tmp_path / "blank.txt").write_text("\n  \n", encoding="utf-8")
+    with pytest.raises(reader.InputError, match="No text"):
+        vocab.train_vocab(str(tmp_path / "blank.txt"), str(tmp_path / "x"))
