@@ -1,0 +1,296 @@
+"""The conversion machinery shared by every format.
+
+A reader turns a source into `Weights`: a config, the canonical tensors (a dict
+from official TF1 name to a float32 array in the official layout, see
+`albert_tf.convert.names`), the release's SentencePiece model and a
+`ConversionReport`. A writer turns `Weights` into files. `gather` is the one
+place where source tensors are matched against the expected names and shapes:
+every source tensor ends up mapped, skipped for a stated reason, or rejected.
+"""
+
+import contextlib
+import dataclasses
+import logging
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+from albert_tf.convert import names
+
+REPORT_NAME = "conversion_report.txt"
+
+# How many names an error message lists before summarizing.
+_MAX_LISTED = 20
+
+
+class ConversionError(ValueError):
+    """A source does not match what the conversion expects."""
+
+
+@dataclasses.dataclass
+class ConversionReport:
+    """What happened to every tensor of a conversion.
+
+    Attributes:
+        source: a description of the source (format and path).
+        mapped: `(source_name, official_name, shape, transform)` per tensor.
+        skipped: `(source_name, reason)` per source tensor left out on purpose.
+        absent: `(official_name, reason)` per expected tensor the source does
+            not have (only whole pretraining heads may be absent).
+        notes: other facts worth knowing (files copied, dtype casts, ...).
+    """
+
+    source: str = ""
+    mapped: list = dataclasses.field(default_factory=list)
+    skipped: list = dataclasses.field(default_factory=list)
+    absent: list = dataclasses.field(default_factory=list)
+    notes: list = dataclasses.field(default_factory=list)
+
+    def to_text(self):
+        """The report as readable text, one tensor a line."""
+        lines = [f"Source: {self.source}",
+                 f"Mapped tensors: {len(self.mapped)}"]
+        for source_name, official, shape, transform in self.mapped:
+            arrow = official if source_name == official else (
+                f"{source_name} -> {official}")
+            lines.append(f"  {arrow} {list(shape)} ({transform})")
+        lines.append(f"Skipped source tensors: {len(self.skipped)}")
+        lines += [f"  {name}: {reason}" for name, reason in self.skipped]
+        lines.append(f"Absent from the source: {len(self.absent)}")
+        lines += [f"  {name}: {reason}" for name, reason in self.absent]
+        if self.notes:
+            lines.append("Notes:")
+            lines += [f"  {note}" for note in self.notes]
+        return "\n".join(lines) + "\n"
+
+    def write(self, directory):
+        """Writes the report as `conversion_report.txt` in `directory`."""
+        with open(os.path.join(directory, REPORT_NAME), "w") as f:
+            f.write(self.to_text())
+
+
+@dataclasses.dataclass
+class Weights:
+    """A model's tensors in the canonical (official TF1) form.
+
+    Attributes:
+        config: the `AlbertConfig`.
+        tensors: `{official_name: float32 np.ndarray}` in the official layout;
+            a pretraining head the source lacks is missing from it.
+        spm_model_file: path of the SentencePiece model that came with the
+            weights, or None.
+        report: the `ConversionReport` of the read.
+    """
+
+    config: object
+    tensors: dict
+    spm_model_file: str = None
+    report: ConversionReport = dataclasses.field(default_factory=ConversionReport)
+
+
+def _listing(items):
+    items = list(items)
+    text = ", ".join(items[:_MAX_LISTED])
+    if len(items) > _MAX_LISTED:
+        text += f", ... ({len(items) - _MAX_LISTED} more)"
+    return text
+
+
+def to_float32(name, value, report):
+    """Casts a floating-point source array to float32, noting the cast."""
+    value = np.asarray(value)
+    if value.dtype == np.float32:
+        return value
+    if not np.issubdtype(value.dtype, np.floating):
+        raise ConversionError(
+            f"Tensor {name!r} has dtype {value.dtype}; ALBERT weights are "
+            "floating point.")
+    report.notes.append(f"{name}: cast from {value.dtype} to float32")
+    return value.astype(np.float32)
+
+
+def gather(source_shapes, read, rules, report, skip=None):
+    """Matches source tensors to official ones and reads them.
+
+    Args:
+        source_shapes: `{source_name: shape}` for every tensor of the source.
+        read: `read(source_name)` returns that tensor's value (array-like).
+        rules: the `names.TensorRule`s of the format for the expected config.
+        report: a `ConversionReport`, filled in.
+        skip: optional `skip(source_name)` returning a reason to leave that
+            tensor out (optimizer slots, step counters, buffers), else None.
+
+    Returns:
+        `{official_name: float32 np.ndarray}` in the official layout, without
+        the pretraining heads the source does not have.
+
+    Raises:
+        ConversionError: naming the tensor, when a source tensor has the wrong
+            shape (both shapes given), an encoder tensor or part of a head is
+            missing, or a source tensor is not expected.
+    """
+    source_shapes = {k: tuple(int(d) for d in v) for k, v in source_shapes.items()}
+    by_external = {rule.external: rule for rule in rules}
+    unexpected, skipped = [], set()
+    for name in sorted(source_shapes):
+        if name in by_external:
+            continue
+        reason = skip(name) if skip else None
+        if reason:
+            report.skipped.append((name, reason))
+            skipped.add(name)
+        else:
+            unexpected.append(name)
+
+    missing = [rule for rule in rules if rule.external not in source_shapes]
+    missing_by_head = {}
+    for rule in missing:
+        missing_by_head.setdefault(names.head_of(rule.official), []).append(rule)
+    fatal = list(missing_by_head.pop(None, []))
+    for head, head_missing in missing_by_head.items():
+        expected = [r for r in rules if r.official.startswith(head)]
+        if len(head_missing) == len(expected):
+            for rule in head_missing:
+                report.absent.append(
+                    (rule.official, "the source has no such head; a model "
+                                    "built from it initializes this tensor"))
+        else:
+            fatal += head_missing
+    if fatal:
+        raise ConversionError(
+            f"{len(fatal)} expected tensor(s) missing from {report.source}: "
+            + _listing(f"{r.external} (expected shape {list(r.external_shape)})"
+                       for r in fatal))
+    if unexpected:
+        raise ConversionError(
+            f"{len(unexpected)} unexpected tensor(s) in {report.source} (not "
+            "part of an ALBERT pretraining model with this config): "
+            + _listing(f"{n} {list(source_shapes[n])}" for n in unexpected))
+
+    tensors = {}
+    for rule in rules:
+        if rule.external not in source_shapes:
+            continue
+        shape = source_shapes[rule.external]
+        if shape != rule.external_shape:
+            raise ConversionError(
+                f"Shape mismatch for tensor {rule.external!r} of "
+                f"{report.source}: the source has {list(shape)}, the config "
+                f"expects {list(rule.external_shape)} (official name "
+                f"{rule.official!r}).")
+        value = to_float32(rule.external, read(rule.external), report)
+        tensors[rule.official] = rule.to_official(value)
+        report.mapped.append(
+            (rule.external, rule.official, rule.external_shape, rule.transform))
+    return tensors
+
+
+def model_to_official(model):
+    """The canonical tensors of an `AlbertPretrainer` (or `AlbertEncoder`).
+
+    Args:
+        model: a built `AlbertPretrainer`, or an `AlbertEncoder` (whose result
+            then lacks the heads).
+
+    Returns:
+        `{official_name: float32 np.ndarray}`.
+
+    Raises:
+        names.UnsupportedConfigError: for a sharing ablation.
+    """
+    by_path = {v.path: v for v in model.weights}
+    tensors = {}
+    for official, _, path in names.official_variables(model.config):
+        if path in by_path:
+            tensors[official] = np.asarray(
+                by_path[path].numpy()).astype(np.float32, copy=False)
+    return tensors
+
+
+def assign_to_model(model, tensors):
+    """Assigns canonical tensors to an `AlbertPretrainer`'s variables.
+
+    Args:
+        model: a built `AlbertPretrainer` (or `AlbertEncoder`).
+        tensors: `{official_name: array}`; tensors of heads the model lacks
+            (an encoder) are an error, heads missing from `tensors` keep the
+            model's initial values.
+
+    Returns:
+        The official names of the model's variables left at their initial
+        values.
+
+    Raises:
+        ConversionError: on a shape mismatch, an unknown name, or a missing
+            encoder tensor.
+    """
+    by_path = {v.path: v for v in model.weights}
+    table = {official: path for official, _, path in
+             names.official_variables(model.config) if path in by_path}
+    unknown = sorted(set(tensors) - set(table))
+    if unknown:
+        raise ConversionError(
+            "Tensors with no variable in the model: " + _listing(unknown))
+    untouched = []
+    for official, path in table.items():
+        variable = by_path[path]
+        if official not in tensors:
+            if names.head_of(official) is None:
+                raise ConversionError(f"Missing encoder tensor {official!r}")
+            untouched.append(official)
+            continue
+        value = np.asarray(tensors[official])
+        if tuple(value.shape) != tuple(variable.shape):
+            raise ConversionError(
+                f"Shape mismatch for {official!r}: the weights have "
+                f"{list(value.shape)}, the model variable {path!r} has "
+                f"{list(variable.shape)}.")
+        variable.assign(value.astype(variable.dtype))
+    return untouched
+
+
+@contextlib.contextmanager
+def atomic_output_dir(output_dir, overwrite=False):
+    """Yields a temporary directory that becomes `output_dir` on success.
+
+    The temporary directory sits next to `output_dir` (same filesystem), so
+    the final rename is atomic; on any error it is deleted and `output_dir`
+    is left as it was.
+
+    Args:
+        output_dir: the local directory to create.
+        overwrite: replace an existing non-empty `output_dir`.
+
+    Raises:
+        FileExistsError: if `output_dir` holds files and not `overwrite`.
+        ValueError: for a remote (`scheme://`) path.
+    """
+    if "://" in output_dir:
+        raise ValueError("Conversions write to a local directory (copy it "
+                         f"afterwards). Received: output_dir={output_dir!r}")
+    output_dir = os.path.abspath(output_dir)
+    if os.path.exists(output_dir) and os.listdir(output_dir) and not overwrite:
+        raise FileExistsError(
+            f"Output directory {output_dir!r} exists and is not empty "
+            "(pass overwrite=True / --overwrite to replace it).")
+    parent = os.path.dirname(output_dir)
+    os.makedirs(parent, exist_ok=True)
+    base = os.path.basename(output_dir)
+    tmp = tempfile.mkdtemp(prefix=f".{base}.partial-", dir=parent)
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    os.chmod(tmp, 0o755)
+    if os.path.exists(output_dir):
+        old = tempfile.mkdtemp(prefix=f".{base}.old-", dir=parent)
+        os.rmdir(old)
+        os.rename(output_dir, old)
+        os.rename(tmp, output_dir)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.rename(tmp, output_dir)
+    logging.info("Wrote %s", output_dir)

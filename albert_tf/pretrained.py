@@ -1,0 +1,259 @@
+"""Loading released weights in any supported format, and converting between formats.
+
+Formats (`FORMATS`):
+
+- `albert_tf`: this project's model directory (`albert_tf.checkpoint`).
+- `tf1`: an official TF1 release directory, a TF-Hub module directory or a
+  checkpoint prefix (`albert_tf.convert.tf1`).
+- `huggingface`: a Hugging Face directory (`albert_tf.convert.huggingface`).
+- `keras_hub`: a keras-hub preset directory (`albert_tf.convert.keras_hub`).
+
+Every conversion goes through the canonical form (official TF1 names and
+layouts, `albert_tf.convert.core.Weights`), so any source can be written as
+any target: `albert_tf`, `tf1` or `huggingface`.
+"""
+
+import logging
+import os
+
+import tensorflow as tf
+
+from albert_tf import checkpoint
+from albert_tf.convert import core
+from albert_tf.convert import huggingface
+from albert_tf.convert import keras_hub
+from albert_tf.convert import tf1
+from albert_tf.pretrainer import AlbertPretrainer
+
+FORMATS = ("albert_tf", "tf1", "huggingface", "keras_hub")
+TARGETS = ("albert_tf", "tf1", "huggingface")
+
+
+def detect_format(path):
+    """Which format a directory (or TF1 checkpoint prefix) holds.
+
+    Args:
+        path: a directory, or a TF checkpoint prefix.
+
+    Returns:
+        One of `FORMATS`.
+
+    Raises:
+        FileNotFoundError: if `path` does not exist.
+        ValueError: if no supported format is recognized.
+    """
+    if not tf.io.gfile.isdir(path):
+        if tf.io.gfile.exists(path + ".index"):
+            return "tf1"
+        raise FileNotFoundError(f"No model directory or checkpoint at {path!r}")
+    has = lambda name: tf.io.gfile.exists(os.path.join(path, name))  # noqa: E731
+    if has(huggingface.CONFIG_NAME):
+        if has(keras_hub.WEIGHTS_NAME):
+            return "keras_hub"
+        if any(has(n) for n in (huggingface.SAFETENSORS_NAME,
+                                huggingface.SAFETENSORS_INDEX_NAME,
+                                huggingface.PYTORCH_NAME)):
+            return "huggingface"
+    try:
+        prefix = tf1.find_checkpoint(path)
+    except FileNotFoundError:
+        prefix = None
+    if prefix:
+        variables = tf1.checkpoint_names(prefix)
+        if "_CHECKPOINTABLE_OBJECT_GRAPH" in variables and any(
+                n.startswith(checkpoint.MODEL_KEY + "/") for n in variables):
+            return "albert_tf"
+        return "tf1"
+    raise ValueError(
+        f"No supported model format recognized in {path!r}: expected this "
+        "project's model directory, an official TF1 release (albert_config.json "
+        "+ model.ckpt*), a Hugging Face directory (config.json + "
+        "model.safetensors) or a keras-hub preset (config.json + "
+        "model.weights.h5).")
+
+
+def _check_format(name, value, allowed):
+    if value not in allowed:
+        raise ValueError(f"Unknown {name}. Received: {name}={value!r}. "
+                         f"Known: {list(allowed)}")
+
+
+def read_weights(path, source=None, config_file=None):
+    """Reads weights of any supported format into the canonical form.
+
+    Args:
+        path: the input directory (or TF1 checkpoint prefix).
+        source: one of `FORMATS`; detected from the files when None.
+        config_file: optional config file overriding the one next to a TF1
+            checkpoint (needed for TF-Hub modules, which have none).
+
+    Returns:
+        `albert_tf.convert.core.Weights`.
+
+    Raises:
+        FileNotFoundError: for missing inputs.
+        albert_tf.convert.core.ConversionError: for missing, unexpected or
+            misshaped tensors.
+        albert_tf.convert.names.UnsupportedConfigError: for a model of this
+            project with a sharing ablation (it has no canonical form).
+    """
+    source = source or detect_format(path)
+    _check_format("source", source, FORMATS)
+    if source == "tf1":
+        return tf1.read(path, config_file)
+    if source == "huggingface":
+        return huggingface.read(path)
+    if source == "keras_hub":
+        return keras_hub.read(path)
+    model = checkpoint.load_model_dir(path)
+    report = core.ConversionReport(source=f"albert_tf model directory {path}")
+    tensors = core.model_to_official(model)
+    report.mapped = [(name, name, tuple(v.shape), "copy")
+                     for name, v in tensors.items()]
+    spm = os.path.join(path, checkpoint.SPM_NAME)
+    return core.Weights(model.config, tensors,
+                        spm if tf.io.gfile.exists(spm) else None, report)
+
+
+def model_from_weights(weights, dtype=None):
+    """Builds an `AlbertPretrainer` holding canonical weights.
+
+    A pretraining head the weights lack keeps its random initial values
+    (logged, and listed in the weights' report).
+
+    Args:
+        weights: `albert_tf.convert.core.Weights`.
+        dtype: optional dtype policy for the model.
+
+    Returns:
+        The `AlbertPretrainer`.
+    """
+    model = AlbertPretrainer(weights.config, dtype=dtype)
+    untouched = core.assign_to_model(model, weights.tensors)
+    if untouched:
+        logging.warning("%d tensor(s) not in %s keep their initial values: %s",
+                        len(untouched), weights.report.source,
+                        ", ".join(untouched))
+    return model
+
+
+def write_weights(weights, directory, target):
+    """Writes canonical weights in a target format into an existing directory.
+
+    Args:
+        weights: `albert_tf.convert.core.Weights`.
+        directory: an existing, empty directory.
+        target: one of `TARGETS`.
+    """
+    _check_format("target", target, TARGETS)
+    if target == "tf1":
+        tf1.write(weights, directory)
+    elif target == "huggingface":
+        huggingface.write(weights, directory)
+    else:
+        model = model_from_weights(weights)
+        checkpoint.save_model_dir(model, directory,
+                                  spm_model_file=weights.spm_model_file)
+
+
+def convert_checkpoint(input_path, output_dir, source=None, target="albert_tf",
+                       config_file=None, overwrite=False):
+    """Converts a model directory from one format to another.
+
+    The output is written to a temporary directory next to `output_dir` and
+    renamed when complete, so a failed conversion leaves nothing behind. It
+    holds the weights, the config, the release's SentencePiece model and
+    `conversion_report.txt`, the fate of every source tensor.
+
+    Args:
+        input_path: the source directory (or TF1 checkpoint prefix).
+        output_dir: the local directory to create.
+        source: one of `FORMATS`, or None to detect it.
+        target: one of `TARGETS`.
+        config_file: optional config for a TF1 source (see `read_weights`).
+        overwrite: replace a non-empty `output_dir`.
+
+    Returns:
+        The `ConversionReport`.
+
+    Raises:
+        FileExistsError: if `output_dir` is not empty and not `overwrite`.
+        albert_tf.convert.core.ConversionError: for missing, unexpected or
+            misshaped tensors (nothing is written).
+        albert_tf.convert.names.UnsupportedConfigError: for a config the
+            target cannot express (e.g. a sharing ablation to `tf1`).
+    """
+    _check_format("target", target, TARGETS)
+    source = source or detect_format(input_path)
+    _check_format("source", source, FORMATS)
+    with core.atomic_output_dir(output_dir, overwrite=overwrite) as tmp:
+        if source == "albert_tf" and target == "albert_tf":
+            # Any sharing mode: no canonical form needed.
+            model = checkpoint.load_model_dir(input_path)
+            spm = os.path.join(input_path, checkpoint.SPM_NAME)
+            checkpoint.save_model_dir(
+                model, tmp, spm if tf.io.gfile.exists(spm) else None)
+            report = core.ConversionReport(
+                source=f"albert_tf model directory {input_path}",
+                mapped=[(v.path, v.path, tuple(v.shape), "copy")
+                        for v in model.weights])
+        else:
+            weights = read_weights(input_path, source, config_file)
+            report = weights.report
+            write_weights(weights, tmp, target)
+            if weights.spm_model_file:
+                report.notes.append("tokenizer copied from "
+                                    f"{weights.spm_model_file}")
+        report.notes.append(f"written as {target}")
+        report.write(tmp)
+    logging.info("Converted %s (%s) to %s (%s):\n%s", input_path, source,
+                 output_dir, target, report.to_text())
+    return report
+
+
+def load_pretrained(path, dtype=None, config_file=None):
+    """An `AlbertPretrainer` with the weights of a directory in any format.
+
+    The format is detected from the files: this project's model directory, an
+    official TF1 release (or TF-Hub module, with `config_file`), a Hugging
+    Face directory or a keras-hub preset. A pretraining head the source lacks
+    (keras-hub has no SOP head) keeps its initial values, with a warning.
+
+    Args:
+        path: the directory (or TF1 checkpoint prefix).
+        dtype: optional dtype policy, e.g. `"mixed_bfloat16"`.
+        config_file: optional config file for TF1 checkpoints without one.
+
+    Returns:
+        The `AlbertPretrainer`; `model.config` is its `AlbertConfig`.
+
+    Raises:
+        FileNotFoundError: if nothing is at `path`.
+        ValueError: if the format is not recognized, or a tensor is missing,
+            unexpected or misshaped (`ConversionError`).
+    """
+    source = detect_format(path)
+    if source == "albert_tf":
+        return checkpoint.load_model_dir(path, dtype=dtype)
+    return model_from_weights(read_weights(path, source, config_file), dtype)
+
+
+def spm_model_path(path):
+    """The SentencePiece model that comes with a directory of any format, or None."""
+    source = detect_format(path)
+    directory = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
+    candidates = {
+        "albert_tf": [checkpoint.SPM_NAME],
+        "tf1": [],
+        "huggingface": [huggingface.SPM_NAME],
+        "keras_hub": [keras_hub.SPM_PATH],
+    }[source]
+    for name in candidates:
+        if tf.io.gfile.exists(os.path.join(directory, name)):
+            return os.path.join(directory, name)
+    return tf1.find_spm_model(directory) if source == "tf1" else None
+
+
+__all__ = ["FORMATS", "TARGETS", "convert_checkpoint",
+           "detect_format", "load_pretrained", "model_from_weights",
+           "read_weights", "spm_model_path", "write_weights"]

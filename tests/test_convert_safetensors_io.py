@@ -1,0 +1,65 @@
+import json
+import struct
+
+import numpy as np
+import pytest
+
+from albert_tf.convert import safetensors_io
+
+
+def test_round_trip_and_layout(tmp_path):
+    rng = np.random.default_rng(0)
+    tensors = {
+        "b.weight": rng.normal(size=(3, 5)).astype(np.float32),
+        "a.bias": rng.normal(size=(3,)).astype(np.float16),
+        "ids": np.arange(7, dtype=np.int64),
+        "flag": np.array([True, False]),
+        "scalar": np.array(2.5, dtype=np.float64),
+    }
+    path = str(tmp_path / "t.safetensors")
+    safetensors_io.save_file(tensors, path, metadata={"format": "pt"})
+    raw = open(path, "rb").read()
+    (header_size,) = struct.unpack("<Q", raw[:8])
+    assert header_size % 8 == 0
+    header = json.loads(raw[8:8 + header_size])
+    assert header["__metadata__"] == {"format": "pt"}
+    assert header["b.weight"] == {"dtype": "F32", "shape": [3, 5],
+                                  "data_offsets": header["b.weight"]["data_offsets"]}
+    # The byte buffer is fully indexed, with no holes.
+    spans = sorted(e["data_offsets"] for k, e in header.items() if k != "__metadata__")
+    assert spans[0][0] == 0 and spans[-1][1] == len(raw) - 8 - header_size
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+    loaded = safetensors_io.load_file(path)
+    assert sorted(loaded) == sorted(tensors)
+    for name, value in tensors.items():
+        assert loaded[name].dtype == value.dtype
+        np.testing.assert_array_equal(loaded[name], value)
+    f = safetensors_io.SafetensorsFile(path)
+    assert f.metadata == {"format": "pt"} and f.shapes()["ids"] == (7,)
+
+
+def _write_raw(path, header, data):
+    encoded = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(encoded)) + encoded + data)
+
+
+def test_reads_bfloat16_as_float32(tmp_path):
+    value = np.array([1.0, -2.5, 3.140625], dtype=np.float32)
+    bf16 = (value.view(np.uint32) >> 16).astype("<u2").tobytes()
+    path = str(tmp_path / "bf16.safetensors")
+    _write_raw(path, {"x": {"dtype": "BF16", "shape": [3],
+                            "data_offsets": [0, 6]}}, bf16)
+    np.testing.assert_array_equal(safetensors_io.load_file(path)["x"], value)
+
+
+def test_rejects_corrupt_files(tmp_path):
+    path = str(tmp_path / "bad.safetensors")
+    _write_raw(path, {"x": {"dtype": "F32", "shape": [4],
+                            "data_offsets": [0, 12]}}, b"\0" * 12)
+    with pytest.raises(safetensors_io.SafetensorsError, match="'x'.*offsets"):
+        safetensors_io.SafetensorsFile(path)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", 10 ** 9) + b"{}")
+    with pytest.raises(safetensors_io.SafetensorsError, match="header length"):
+        safetensors_io.SafetensorsFile(path)
