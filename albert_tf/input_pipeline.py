@@ -1,0 +1,302 @@
+"""The pretraining input pipeline over the official TFRecords.
+
+Order (the official one): file list -> shuffle files -> parallel interleave
+-> shuffle records -> parse -> batch (`drop_remainder=True`) -> int32. Records
+are batched as serialized strings and parsed a batch at a time: the tensors
+are the same as parsing one record at a time, with less per-element work.
+Every output has a static shape, as TPUs require.
+
+The data order is a pure function of `seed`, so a run resumed at step `s`
+(`skip_batches=s`) sees the batches an uninterrupted run would have seen.
+
+Optional dynamic masking: records holding only `input_ids`, `segment_ids`,
+`token_boundary` and `next_sentence_labels` (padding is id 0) are masked afresh every epoch, inside tf.data, with the rules of the official
+data script: whole words, n-grams of 1..`max_ngram` words with p(n) ∝ 1/n,
+no overlaps, `min(P, max(1, round(len * masked_lm_prob)))` tokens, each 80%
+`[MASK]`, 10% kept, 10% a random id. The masks come from stateless random
+ops keyed per element, so they are reproducible and differ between epochs.
+
+Output features (a flat dict): the model inputs `input_word_ids`,
+`input_mask`, `input_type_ids`, `masked_lm_positions` (int32 `[B, L]` or
+`[B, P]`), and the labels `masked_lm_ids` (int32 `[B, P]`),
+`masked_lm_weights` (float32 `[B, P]`), `next_sentence_labels` (int32 `[B]`).
+"""
+
+import dataclasses
+
+import tensorflow as tf
+
+from data_prep import schema
+
+# Record feature -> model input name.
+_RENAMES = {"input_ids": "input_word_ids", "segment_ids": "input_type_ids"}
+_UNMASKED_FEATURES = ("input_ids", "segment_ids", "token_boundary",
+                      "next_sentence_labels")
+
+
+def expand_file_patterns(input_file):
+    """Files named by a comma-separated list of paths or globs (gs:// too).
+
+    Args:
+        input_file: a string `"a.tfrecord,dir/*.tfrecord,gs://b/c-*"` or a
+            list of such strings.
+
+    Returns:
+        The matching paths: patterns in the given order, each one's matches
+        sorted.
+
+    Raises:
+        ValueError: when nothing is given or a pattern matches no file.
+    """
+    if isinstance(input_file, str):
+        input_file = [input_file]
+    patterns = [p.strip() for item in input_file for p in item.split(",")
+                if p.strip()]
+    if not patterns:
+        raise ValueError(f"No input files given. Received: {input_file!r}")
+    files = []
+    for pattern in patterns:
+        matches = sorted(tf.io.gfile.glob(pattern))
+        if not matches:
+            raise ValueError(f"No file matches input pattern {pattern!r}")
+        files.extend(matches)
+    return files
+
+
+@dataclasses.dataclass
+class DynamicMasking:
+    """Masking rules for records without masks (official defaults).
+
+    Attributes:
+        vocab_size: random replacements are drawn from `[0, vocab_size)`.
+        masked_lm_prob: fraction of tokens to mask.
+        max_ngram: longest n-gram, in words.
+        favor_shorter_ngram: p(n) ∝ 1/n (else uniform).
+        cls_id, sep_id, mask_id: ids of `[CLS]`, `[SEP]`, `[MASK]`.
+        seed: seed of the masking randomness.
+    """
+
+    vocab_size: int
+    masked_lm_prob: float = 0.15
+    max_ngram: int = 3
+    favor_shorter_ngram: bool = True
+    cls_id: int = 2
+    sep_id: int = 3
+    mask_id: int = 4
+    seed: int = 12345
+
+
+def _ngram_logits(options):
+    weights = [1.0 / n if options.favor_shorter_ngram else 1.0
+               for n in range(1, options.max_ngram + 1)]
+    return tf.math.log(tf.constant([weights], tf.float32))  # [1, max_ngram]
+
+
+def mask_example(features, element_seed, max_predictions_per_seq, options):
+    """Masks one unmasked example (int `[L]` features) in graph mode.
+
+    Args:
+        features: dict with `input_ids`, `segment_ids`, `token_boundary`,
+            `next_sentence_labels` and optionally `input_mask`.
+        element_seed: int64 scalar, this element's seed.
+        max_predictions_per_seq: P.
+        options: a `DynamicMasking`.
+
+    Returns:
+        The features of a masked record (the official schema's names).
+    """
+    ids = tf.cast(features["input_ids"], tf.int32)  # [L]
+    length = ids.shape[0]
+    if "input_mask" in features:
+        real = tf.cast(features["input_mask"], tf.int32) > 0
+    else:
+        real = tf.not_equal(ids, 0)
+    seed = tf.cast(element_seed, tf.int64)
+
+    def stateless_seed(stream):
+        return tf.stack([seed, tf.constant(stream, tf.int64)])
+
+    # Whole words as the official script builds them: a candidate token
+    # starts a word at a boundary; other tokens join the previous word.
+    candidate = real & tf.not_equal(ids, options.cls_id) & tf.not_equal(
+        ids, options.sep_id)
+    boundary = tf.cast(features["token_boundary"], tf.int32) > 0
+    first = candidate & tf.equal(tf.cumsum(tf.cast(candidate, tf.int32)), 1)
+    starts = candidate & (boundary | first)
+    word_id = tf.where(candidate, tf.cumsum(tf.cast(starts, tf.int32)) - 1, -1)
+    num_words = tf.reduce_sum(tf.cast(starts, tf.int32))
+    word_length = tf.math.unsorted_segment_sum(
+        tf.cast(candidate, tf.int32), tf.maximum(word_id, 0), length)  # [L]
+    # tokens_before[w] = tokens in words < w (length L + 1).
+    tokens_before = tf.concat([[0], tf.cumsum(word_length)], axis=0)
+
+    num_tokens = tf.cast(tf.reduce_sum(tf.cast(real, tf.int32)), tf.float32)
+    # Python's round() and tf.round() both round half to even.
+    num_to_predict = tf.minimum(
+        max_predictions_per_seq,
+        tf.maximum(1, tf.cast(tf.round(num_tokens * options.masked_lm_prob),
+                              tf.int32)))
+
+    # Visit words in a random order, with a random n-gram size for each.
+    keys = tf.random.stateless_uniform([length], stateless_seed(1))
+    keys = tf.where(tf.range(length) < num_words, keys, 2.0)
+    order = tf.argsort(keys)  # [L], the real words first
+    ngram_sizes = tf.random.stateless_categorical(
+        _ngram_logits(options), length, stateless_seed(2),
+        dtype=tf.int32)[0] + 1  # [L]
+
+    def span_size(word, n):
+        end = tf.minimum(word + n, num_words)
+        return tokens_before[end] - tokens_before[word]
+
+    def body(t, count, covered):
+        word = order[t]
+
+        # Shrink the n-gram until it fits, as the official loop does.
+        def shrink(n):
+            return n - 1
+
+        (n,) = tf.while_loop(
+            lambda n: (n > 1) & (count + span_size(word, n) > num_to_predict),
+            shrink, (ngram_sizes[t],))
+        size = span_size(word, n)
+        span = (tf.range(length) >= word) & (tf.range(length) < tf.minimum(
+            word + n, num_words))  # [L] over word indices
+        fits = count + size <= num_to_predict
+        free = tf.logical_not(tf.reduce_any(span & covered))
+        take = fits & free
+        covered = tf.where(take, covered | span, covered)
+        count = tf.where(take, count + size, count)
+        return t + 1, count, covered
+
+    _, _, covered_words = tf.while_loop(
+        lambda t, count, covered: (t < num_words) & (count < num_to_predict),
+        body, [tf.constant(0), tf.constant(0), tf.zeros([length], tf.bool)])
+    masked = candidate & tf.gather(covered_words, tf.maximum(word_id, 0))  # [L]
+
+    # 80% [MASK], 10% unchanged, 10% a random id.
+    draw = tf.random.stateless_uniform([length], stateless_seed(3))
+    random_ids = tf.random.stateless_uniform(
+        [length], stateless_seed(4), maxval=options.vocab_size, dtype=tf.int32)
+    replacement = tf.where(draw < 0.8, options.mask_id,
+                           tf.where(draw < 0.9, ids, random_ids))
+    new_ids = tf.where(masked, replacement, ids)
+
+    positions = tf.cast(tf.where(masked)[:, 0], tf.int32)  # ascending
+    pad = max_predictions_per_seq - tf.shape(positions)[0]
+    out = {
+        "input_ids": new_ids,
+        "input_mask": tf.cast(real, tf.int32),
+        "segment_ids": tf.cast(features["segment_ids"], tf.int32),
+        "token_boundary": tf.cast(features["token_boundary"], tf.int32),
+        "masked_lm_positions": tf.pad(positions, [[0, pad]]),
+        "masked_lm_ids": tf.pad(tf.gather(ids, positions), [[0, pad]]),
+        "masked_lm_weights": tf.pad(tf.ones_like(positions, tf.float32),
+                                    [[0, pad]]),
+        "next_sentence_labels": tf.cast(features["next_sentence_labels"],
+                                        tf.int32),
+    }
+    out["masked_lm_positions"].set_shape([max_predictions_per_seq])
+    out["masked_lm_ids"].set_shape([max_predictions_per_seq])
+    out["masked_lm_weights"].set_shape([max_predictions_per_seq])
+    return out
+
+
+def to_model_features(record):
+    """Renames record features to the model's names and casts ints to int32.
+
+    Args:
+        record: parsed (batched) features with the official names.
+
+    Returns:
+        The flat dict described in the module docstring.
+    """
+    out = {}
+    for name in ("input_ids", "input_mask", "segment_ids",
+                 "masked_lm_positions", "masked_lm_ids"):
+        out[_RENAMES.get(name, name)] = tf.cast(record[name], tf.int32)
+    out["masked_lm_weights"] = tf.cast(record["masked_lm_weights"], tf.float32)
+    # [B, 1] -> [B]
+    out["next_sentence_labels"] = tf.cast(
+        tf.reshape(record["next_sentence_labels"], [-1]), tf.int32)
+    return out
+
+
+def pretraining_dataset(input_files, batch_size, max_seq_length,
+                        max_predictions_per_seq, is_training=True, seed=0,
+                        input_context=None, skip_batches=0,
+                        dynamic_masking=None, shuffle_buffer=100,
+                        cycle_length=8):
+    """A `tf.data.Dataset` of pretraining batches.
+
+    Args:
+        input_files: paths or patterns (see `expand_file_patterns`).
+        batch_size: the global batch size; with `input_context`, each
+            replica's share is taken.
+        max_seq_length: L of the records.
+        max_predictions_per_seq: P of the records.
+        is_training: repeat forever, shuffle files, interleave them, shuffle
+            records; else one pass over the files in order.
+        seed: seed of the shuffles (and of dynamic masking, offset by its own).
+        input_context: a `tf.distribute.InputContext`: files (or, with fewer
+            files than pipelines, records) are sharded over input pipelines.
+        skip_batches: batches to skip first (to resume at a step).
+        dynamic_masking: a `DynamicMasking` for mask-less records, or None.
+        shuffle_buffer: records held by the record shuffle.
+        cycle_length: files read in parallel.
+
+    Returns:
+        A dataset of dicts (see the module docstring), batch dimension static.
+    """
+    files = expand_file_patterns(input_files)
+    if input_context is not None:
+        batch_size = input_context.get_per_replica_batch_size(batch_size)
+        num_pipelines = input_context.num_input_pipelines
+        pipeline_id = input_context.input_pipeline_id
+    else:
+        num_pipelines, pipeline_id = 1, 0
+    shard_files = num_pipelines > 1 and len(files) >= num_pipelines
+
+    dataset = tf.data.Dataset.from_tensor_slices(files)
+    if shard_files:
+        dataset = dataset.shard(num_pipelines, pipeline_id)
+    if is_training:
+        dataset = dataset.repeat()
+        dataset = dataset.shuffle(len(files), seed=seed)
+        dataset = dataset.interleave(
+            tf.data.TFRecordDataset,
+            cycle_length=max(1, min(len(files), cycle_length)),
+            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    else:
+        # Evaluation reads the files one after the other, in order.
+        dataset = dataset.flat_map(tf.data.TFRecordDataset)
+    if num_pipelines > 1 and not shard_files:
+        dataset = dataset.shard(num_pipelines, pipeline_id)
+    if is_training:
+        dataset = dataset.shuffle(shuffle_buffer, seed=seed + 1)
+
+    if dynamic_masking is None:
+        spec = schema.feature_spec(max_seq_length, max_predictions_per_seq)
+        dataset = dataset.skip(skip_batches * batch_size)
+        dataset = dataset.batch(batch_size, drop_remainder=True)
+        dataset = dataset.map(
+            lambda records: to_model_features(tf.io.parse_example(records, spec)),
+            num_parallel_calls=tf.data.AUTOTUNE)
+    else:
+        lengths = schema.feature_lengths(max_seq_length, max_predictions_per_seq)
+        spec = {name: tf.io.FixedLenFeature([lengths[name]], tf.int64)
+                for name in _UNMASKED_FEATURES}
+        # input_mask is not read: padding is id 0 (<pad>), so it is ids != 0.
+        seeds = tf.data.Dataset.random(seed=dynamic_masking.seed + seed)
+        dataset = tf.data.Dataset.zip((dataset, seeds))
+        dataset = dataset.skip(skip_batches * batch_size)
+
+        def parse_and_mask(record, element_seed):
+            features = tf.io.parse_single_example(record, spec)
+            return mask_example(features, element_seed, max_predictions_per_seq,
+                                dynamic_masking)
+
+        dataset = dataset.map(parse_and_mask, num_parallel_calls=tf.data.AUTOTUNE)
+        dataset = dataset.batch(batch_size, drop_remainder=True)
+        dataset = dataset.map(to_model_features)
+    return dataset.prefetch(tf.data.AUTOTUNE)

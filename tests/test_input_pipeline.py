@@ -1,0 +1,175 @@
+import collections
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import input_pipeline
+
+L, P = 16, 4
+
+
+def _int_feature(values):
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+
+
+def _example(index, masked=True):
+    """A record whose input_ids start with [CLS] then `index` (traceable)."""
+    rng = np.random.default_rng(index)
+    n = int(rng.integers(8, L + 1))
+    ids = np.zeros(L, np.int64)
+    ids[:n] = rng.integers(10, 50, n)
+    ids[0], ids[1], ids[n // 2], ids[n - 1] = 2, 100 + index, 3, 3
+    boundary = np.zeros(L, np.int64)
+    boundary[:n] = rng.random(n) < 0.6
+    boundary[[0, 1, n // 2, n - 1]] = 1
+    segments = np.zeros(L, np.int64)
+    segments[n // 2 + 1:n] = 1
+    feature = {
+        "input_ids": _int_feature(ids),
+        "segment_ids": _int_feature(segments),
+        "token_boundary": _int_feature(boundary),
+        "next_sentence_labels": _int_feature([index % 2]),
+    }
+    if masked:
+        mask = (ids != 0).astype(np.int64)
+        feature.update(
+            input_mask=_int_feature(mask),
+            masked_lm_positions=_int_feature([2, 3, 0, 0]),
+            masked_lm_ids=_int_feature([ids[2], ids[3], 0, 0]),
+            masked_lm_weights=tf.train.Feature(
+                float_list=tf.train.FloatList(value=[1.0, 1.0, 0.0, 0.0])))
+    return tf.train.Example(features=tf.train.Features(feature=feature))
+
+
+def _write(directory, num_files=3, per_file=8, masked=True):
+    paths = []
+    for f in range(num_files):
+        path = os.path.join(directory, f"part-{f}.tfrecord")
+        with tf.io.TFRecordWriter(path) as writer:
+            for i in range(per_file):
+                writer.write(_example(f * per_file + i, masked).SerializeToString())
+        paths.append(path)
+    return paths
+
+
+def _indices(batch):
+    return list(batch["input_word_ids"][:, 1].numpy() - 100)
+
+
+def test_file_patterns(tmp_path):
+    paths = _write(str(tmp_path))
+    pattern = str(tmp_path / "part-[01].tfrecord") + "," + paths[2]
+    assert input_pipeline.expand_file_patterns(pattern) == paths
+    with pytest.raises(ValueError, match="nothing-here"):
+        input_pipeline.expand_file_patterns(str(tmp_path / "nothing-here*"))
+
+
+def test_eval_pass_static_int32(tmp_path):
+    _write(str(tmp_path))
+    dataset = input_pipeline.pretraining_dataset(
+        str(tmp_path / "*.tfrecord"), 5, L, P, is_training=False)
+    spec = dataset.element_spec
+    assert spec["input_word_ids"].shape == (5, L)
+    assert spec["masked_lm_positions"].shape == (5, P)
+    assert spec["next_sentence_labels"].shape == (5,)
+    for name, s in spec.items():
+        assert s.dtype == (tf.float32 if name == "masked_lm_weights" else tf.int32)
+    batches = list(dataset)
+    assert len(batches) == 4  # 24 records, drop_remainder
+    assert sum((_indices(b) for b in batches), []) == list(range(20))
+    first = batches[0]
+    np.testing.assert_array_equal(first["next_sentence_labels"], [0, 1, 0, 1, 0])
+    np.testing.assert_array_equal(first["masked_lm_ids"][:, 0],
+                                  first["input_word_ids"][:, 2])
+
+
+def test_training_order_is_seeded_and_skip_resumes(tmp_path):
+    files = _write(str(tmp_path))
+
+    def take(seed, skip, n):
+        dataset = input_pipeline.pretraining_dataset(
+            files, 4, L, P, seed=seed, skip_batches=skip, shuffle_buffer=10)
+        return [_indices(b) for b in dataset.take(n)]
+
+    full = take(7, 0, 10)
+    assert take(7, 0, 10) == full
+    assert take(7, 3, 7) == full[3:]
+    assert take(8, 0, 10) != full
+    assert set(sum(full, [])) == set(range(24))
+
+
+def test_input_context_shards(tmp_path):
+    files = _write(str(tmp_path), num_files=1, per_file=16)
+    shards = []
+    for pipeline in range(2):
+        context = tf.distribute.InputContext(
+            num_input_pipelines=2, input_pipeline_id=pipeline,
+            num_replicas_in_sync=2)
+        dataset = input_pipeline.pretraining_dataset(
+            files, 8, L, P, is_training=False, input_context=context)
+        shards.append(sum((_indices(b) for b in dataset), []))
+    assert shards[0] == list(range(0, 16, 2))
+    assert shards[1] == list(range(1, 16, 2))
+
+
+def test_dynamic_masking_rules(tmp_path):
+    files = _write(str(tmp_path), num_files=2, per_file=10, masked=False)
+    options = input_pipeline.DynamicMasking(vocab_size=60, masked_lm_prob=0.3)
+    dataset = input_pipeline.pretraining_dataset(
+        files, 4, L, P, seed=3, dynamic_masking=options)
+    originals = {}
+    for f in range(2):
+        for i in range(10):
+            e = _example(f * 10 + i).features.feature
+            originals[f * 10 + i] = (
+                np.array(e["input_ids"].int64_list.value),
+                np.array(e["token_boundary"].int64_list.value))
+    masks_by_record = collections.defaultdict(set)
+    replaced = collections.Counter()
+    filled = []
+    for batch in dataset.take(20):
+        for row in range(4):
+            ids = batch["input_word_ids"][row].numpy()
+            positions = batch["masked_lm_positions"][row].numpy()
+            weights = batch["masked_lm_weights"][row].numpy()
+            labels = batch["masked_lm_ids"][row].numpy()
+            k = int(weights.sum())
+            positions = positions[:k]
+            # The traceable token itself may be masked: find the record by
+            # the unmasked tokens.
+            index = next(i for i, (orig, _) in originals.items()
+                         if np.array_equal(np.delete(orig, positions),
+                                           np.delete(ids, positions)))
+            orig, boundary = originals[index]
+            real = int((orig != 0).sum())
+            # The official greedy fill may stop short when no word fits.
+            expected = min(P, max(1, round(real * 0.3)))
+            assert 1 <= k <= expected
+            filled.append(k / expected)
+            assert list(positions) == sorted(positions)
+            np.testing.assert_array_equal(labels[:k], orig[positions])
+            assert not np.isin(orig[positions], [0, 2, 3]).any()
+            # Whole words: a masked token's word-mates (until the next
+            # boundary) are masked too, unless P ran out.
+            for pos in positions:
+                nxt = pos + 1
+                if nxt < L and not boundary[nxt] and orig[nxt] not in (0, 2, 3):
+                    assert nxt in positions or k == P
+            for pos in positions:
+                replaced["mask" if ids[pos] == 4 else
+                         "kept" if ids[pos] == orig[pos] else "random"] += 1
+            masks_by_record[index].add(tuple(positions))
+            assert batch["input_mask"][row].numpy().sum() == real
+    # Different masks for the same record in different epochs.
+    assert any(len(m) > 1 for m in masks_by_record.values())
+    assert np.mean(filled) > 0.8
+    total = sum(replaced.values())
+    assert 0.65 < replaced["mask"] / total < 0.95, replaced
+    # Reproducible from the seed (fresh datasets: a dataset object reshuffles
+    # on each new iterator).
+    first, second = (next(iter(input_pipeline.pretraining_dataset(
+        files, 4, L, P, seed=3, dynamic_masking=options))) for _ in range(2))
+    for name in first:
+        np.testing.assert_array_equal(first[name], second[name])
