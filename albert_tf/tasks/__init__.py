@@ -1,0 +1,8 @@
+"""Fine-tuning tasks: GLUE, SQuAD v1.1/v2.0 and RACE.
+
+- `tokenization`: pretraining's preprocessing + SentencePiece, with character
+  offsets for span tasks.
+- `glue`, `squad`, `race`: readers of the public formats as distributed,
+  features, prediction files in each benchmark's submission format.
+- `metrics`: the benchmarks' metrics in NumPy.
+"""

@@ -1,0 +1,163 @@
+"""RACE as distributed: JSON files under `<split>/{high,middle}/`.
+
+Each file holds one article and its questions:
+`{"id", "article", "questions": [...], "options": [[4 strings], ...],
+"answers": ["A".."D", ...]}` (test files are distributed with answers too).
+Every option becomes one packed sequence `[CLS] article [SEP] question+option
+[SEP]`; a cloze question (with "_") has the option written into the blank,
+otherwise the option follows the question. The question+option part keeps its
+last `max_qa_length` pieces (the option is at the end), then the article is
+cut to fit.
+
+Bad data: a question with another number of options than `num_choices`, or an
+answer outside the option letters, is an error naming the file and question.
+
+Predictions are written as `predictions.json`: file id -> list of predicted
+letters, the layout of the files' own `answers`.
+"""
+
+import dataclasses
+import glob
+import json
+import os
+from typing import List, Optional
+
+import numpy as np
+
+from albert_tf.tasks import glue
+
+LEVELS = ("high", "middle")
+
+
+class DataError(ValueError):
+    """A RACE file is missing a field or holds an invalid value."""
+
+
+@dataclasses.dataclass
+class RaceExample:
+    """One question: its article, the options and the answer index."""
+
+    example_id: str  # "<file id>-<question index>"
+    file_id: str
+    article: str
+    question: str
+    options: List[str]
+    label: Optional[int] = None
+
+
+def read_examples(data_dir, split, num_choices=4, levels=LEVELS):
+    """Reads every question of one split.
+
+    Args:
+        data_dir: the RACE folder (holding `train/`, `dev/`, `test/`).
+        split: "train", "dev" or "test".
+        num_choices: options each question must have.
+        levels: which of "high" and "middle" to read.
+
+    Returns:
+        A list of `RaceExample`, files in sorted order.
+
+    Raises:
+        DataError: no files, a missing field, or a bad option count or answer.
+    """
+    paths = []
+    for level in levels:
+        paths += sorted(glob.glob(os.path.join(data_dir, split, level, "*")))
+    paths = [p for p in paths if os.path.isfile(p)]
+    if not paths:
+        raise DataError(f"No RACE files under {os.path.join(data_dir, split)!r} "
+                        f"(looked in {list(levels)}).")
+    letters = [chr(ord("A") + i) for i in range(num_choices)]
+    examples = []
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            try:
+                record = json.load(f)
+            except json.JSONDecodeError as e:
+                raise DataError(f"{path!r} is not valid JSON: {e}") from e
+        missing = [k for k in ("article", "questions", "options")
+                   if k not in record]
+        if missing:
+            raise DataError(f"{path!r} lacks the RACE fields {missing}. "
+                            f"Received: {sorted(record)}")
+        file_id = record.get("id", os.path.basename(path))
+        answers = record.get("answers")
+        if len(record["options"]) != len(record["questions"]) or (
+                answers is not None and len(answers) != len(record["questions"])):
+            raise DataError(f"{path!r}: questions, options and answers must have "
+                            "the same length. Received: "
+                            f"{len(record['questions'])}, {len(record['options'])}, "
+                            f"{None if answers is None else len(answers)}")
+        for q, (question, options) in enumerate(zip(record["questions"],
+                                                    record["options"])):
+            if len(options) != num_choices:
+                raise DataError(f"{path!r} question {q}: expected {num_choices} "
+                                f"options. Received: {len(options)}")
+            label = None
+            if answers is not None:
+                if answers[q] not in letters:
+                    raise DataError(f"{path!r} question {q}: answer outside "
+                                    f"{letters}. Received: {answers[q]!r}")
+                label = letters.index(answers[q])
+            examples.append(RaceExample(f"{file_id}-{q}", file_id,
+                                        record["article"], question,
+                                        list(options), label))
+    return examples
+
+
+def question_with_option(question, option):
+    """The second segment of one choice."""
+    if "_" in question:
+        return question.replace("_", option, 1)
+    return f"{question} {option}"
+
+
+def convert_examples(examples, tokenizer, max_seq_length, max_qa_length=128,
+                     num_choices=4):
+    """Packs examples into `[N, num_choices, T]` model inputs.
+
+    Returns:
+        `(features, num_truncated)`: a dict of int32 arrays, the three model
+        inputs `[N, K, T]` and `label_ids` `[N]` (-1 without an answer), and
+        how many choices were cut.
+    """
+    articles = tokenizer.encode_batch([e.article for e in examples])
+    words, masks, types, truncated = [], [], [], 0
+    for example, article in zip(examples, articles):
+        qa_ids = tokenizer.encode_batch(
+            [question_with_option(example.question, o) for o in example.options])
+        for qa in qa_ids:
+            cut = len(qa) > max_qa_length
+            # Keep the end: that is where a non-cloze option is.
+            w, m, t, was_cut = glue.pack_ids(tokenizer, article,
+                                             qa[-max_qa_length:], max_seq_length)
+            truncated += int(cut or was_cut)
+            words.append(w)
+            masks.append(m)
+            types.append(t)
+    shape = (len(examples), num_choices, max_seq_length)
+    features = {
+        "input_word_ids": np.array(words, np.int32).reshape(shape),
+        "input_mask": np.array(masks, np.int32).reshape(shape),
+        "input_type_ids": np.array(types, np.int32).reshape(shape),
+        "label_ids": np.array([-1 if e.label is None else e.label
+                               for e in examples], np.int32),
+    }
+    return features, truncated
+
+
+def write_predictions(output_dir, examples, logits):
+    """Writes `predictions.json`: file id -> predicted letters, in question order.
+
+    Returns:
+        The path written.
+    """
+    choices = np.argmax(np.asarray(logits), axis=-1)
+    by_file = {}
+    for example, choice in zip(examples, choices):
+        by_file.setdefault(example.file_id, []).append(chr(ord("A") + int(choice)))
+    os.makedirs(output_dir, exist_ok=True)
+    path = os.path.join(output_dir, "predictions.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(by_file, f, indent=2)
+    return path

@@ -1,0 +1,96 @@
+"""SentencePiece tokenization for fine-tuning, with character offsets.
+
+Text goes through the pretraining preprocessing (`data_prep.text`) before
+SentencePiece, so fine-tuning sees the ids pretraining saw. Span tasks also
+need to know where each piece came from in the original text: `encode_with_offsets`
+tokenizes word by word (SentencePiece never lets a piece cross whitespace, so
+this gives the same ids as tokenizing the whole text) and maps every piece to a
+`[start, end)` character range of the original string. When preprocessing keeps
+a word's length (ASCII, most text), the range is exact to the character; when
+it does not (NFKD expansions, dropped accents), the piece gets its whole word.
+"""
+
+import re
+
+from data_prep import text as text_lib
+from data_prep import vocab as vocab_lib
+
+_WORD = re.compile(r"\S+")
+
+
+class Tokenizer:
+    """Preprocessing + SentencePiece with the ALBERT special pieces.
+
+    Args:
+        sp_model: a SentencePiece model path, serialized bytes or a loaded
+            `SentencePieceProcessor`; it must hold `<pad>`=0, `<unk>`=1,
+            `[CLS]`=2, `[SEP]`=3, `[MASK]`=4.
+        do_lower_case: whether text is lowercased (as in pretraining).
+
+    Raises:
+        data_prep.vocab.SpecialPiecesError: the model lacks the special pieces.
+    """
+
+    def __init__(self, sp_model, do_lower_case=True):
+        self.sp_model = vocab_lib.check_special_pieces(sp_model)
+        self.do_lower_case = do_lower_case
+        self.pad_id = vocab_lib.PAD_ID
+        self.cls_id = vocab_lib.CLS_ID
+        self.sep_id = vocab_lib.SEP_ID
+        self.vocab_size = self.sp_model.get_piece_size()
+
+    def encode(self, text):
+        """Piece ids of one text (a `str`)."""
+        return text_lib.tokenize_to_ids(self.sp_model, [text],
+                                        self.do_lower_case)[0]
+
+    def encode_batch(self, texts):
+        """Piece ids of many texts, one list per text."""
+        return text_lib.tokenize_to_ids(self.sp_model, list(texts),
+                                        self.do_lower_case)
+
+    def encode_with_offsets(self, text):
+        """Piece ids with the original character range of every piece.
+
+        Args:
+            text: a `str`.
+
+        Returns:
+            `(ids, offsets)`: a list of ints and a list of `(start, end)`
+            character offsets into `text`, one per id. A piece with no
+            characters of its own (a lone word-boundary piece) gets the empty
+            range at its word's start.
+        """
+        ids, offsets = [], []
+        for match in _WORD.finditer(text):
+            word = match.group()
+            start, end = match.span()
+            processed = text_lib.preprocess_text(word, self.do_lower_case)
+            if not processed:
+                continue
+            proto = self.sp_model.encode(processed, return_type="proto")
+            exact = len(processed) == len(word)
+            byte_to_char = _byte_to_char(processed)
+            for piece in proto.pieces:
+                ids.append(piece.id)
+                if exact:
+                    begin = start + byte_to_char[piece.begin]
+                    finish = start + byte_to_char[piece.end]
+                    offsets.append((begin, max(begin, finish)))
+                elif piece.begin == piece.end:
+                    offsets.append((start, start))
+                else:
+                    offsets.append((start, end))
+        return ids, offsets
+
+    def id_to_piece(self, piece_id):
+        return self.sp_model.id_to_piece(piece_id)
+
+
+def _byte_to_char(text):
+    """A list mapping each UTF-8 byte offset of `text` (and its end) to a char offset."""
+    table = []
+    for index, char in enumerate(text):
+        table.extend([index] * len(char.encode("utf-8")))
+    table.append(len(text))
+    return table
