@@ -159,7 +159,10 @@ def config_to_hf(config):
 
 
 def _open_tensors(directory):
-    """`(shapes, read, description)` for the weights file(s) of a directory."""
+    """`(shapes, read, description, dtypes)` for the weights of a directory.
+
+    `read(name)` returns a float32 array for every floating-point dtype.
+    """
     index = os.path.join(directory, SAFETENSORS_INDEX_NAME)
     single = os.path.join(directory, SAFETENSORS_NAME)
     if os.path.exists(single) or os.path.exists(index):
@@ -171,8 +174,15 @@ def _open_tensors(directory):
                 owner = json.load(f)["weight_map"]
             files = {name: safetensors_io.SafetensorsFile(
                 os.path.join(directory, name)) for name in sorted(set(owner.values()))}
-        shapes = {k: files[owner[k]].shapes()[k] for k in owner}
-        return shapes, lambda k: files[owner[k]].get(k), ", ".join(sorted(files))
+        shapes, dtypes = {}, {}
+        for name, f in files.items():
+            shapes.update(f.shapes())
+            for key in f.keys():
+                dtypes[key] = f.dtype_name(key)
+        shapes = {k: shapes[k] for k in owner}
+        dtypes = {k: dtypes[k] for k in owner}
+        return (shapes, lambda k: files[owner[k]].get(k), ", ".join(sorted(files)),
+                dtypes)
     pytorch = os.path.join(directory, PYTORCH_NAME)
     if os.path.exists(pytorch):
         try:
@@ -184,7 +194,9 @@ def _open_tensors(directory):
                 "safe_serialization=True (model.safetensors).") from None
         state = torch.load(pytorch, map_location="cpu", weights_only=True)
         shapes = {k: tuple(v.shape) for k, v in state.items()}
-        return (shapes, lambda k: state[k].detach().float().numpy(), PYTORCH_NAME)
+        dtypes = {k: str(v.dtype).replace("torch.", "") for k, v in state.items()}
+        return (shapes, lambda k: state[k].detach().float().numpy(), PYTORCH_NAME,
+                dtypes)
     raise FileNotFoundError(
         f"No {SAFETENSORS_NAME}, {SAFETENSORS_INDEX_NAME} or {PYTORCH_NAME} "
         f"in {directory!r}")
@@ -216,8 +228,12 @@ def read(directory):
             f"model_type={values.get('model_type')!r}")
     report = core.ConversionReport()
     config = config_from_hf(values, report)
-    shapes, read_tensor, files = _open_tensors(directory)
+    shapes, read_tensor, files, dtypes = _open_tensors(directory)
     report.source = f"Hugging Face directory {directory} ({files})"
+    stored = sorted({d for d in dtypes.values() if d not in ("F32", "float32")})
+    if stored:
+        report.notes.append("stored dtypes " + ", ".join(stored) +
+                            " (bfloat16 and float16 are read as float32)")
     base = BASE_PREFIX if any(k.startswith(BASE_PREFIX) for k in shapes) else ""
     if not base:
         report.notes.append("bare AlbertModel: names have no 'albert.' prefix")
