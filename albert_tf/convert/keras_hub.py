@@ -152,6 +152,10 @@ def weights_from_model(model, source="keras-hub model", spm_model_file=None):
     report = core.ConversionReport(source=source)
     tensors = core.gather({k: tuple(v.shape) for k, v in variables.items()},
                           lambda k: variables[k].numpy(), rules(config), report)
+    for name in names.official_shapes(config):
+        if name.startswith(names.SOP_HEAD_PREFIX):
+            report.absent.append((name, "keras-hub has no SOP head; a model "
+                                        "built from it initializes this tensor"))
     if "cls/predictions/output_bias" in tensors:
         report.notes.append("keras-hub's MLM head LayerNorm epsilon is 1e-5; "
                             "this model's is the official 1e-12")
