@@ -41,6 +41,7 @@ import json
 import multiprocessing
 import os
 import random
+import sys
 import time
 
 import numpy as np
@@ -172,8 +173,12 @@ def _run_worker(chunk):
 
 def _process_parallel(chunks, settings, num_workers):
     """Yields chunk results in chunk order, at most 2 per worker in flight."""
-    # "spawn": workers start clean (no inherited TensorFlow or threads).
-    context = multiprocessing.get_context("spawn")
+    # Workers never use TensorFlow. "fork" starts them at once; it is used
+    # only where it is safe: on Linux, and before TensorFlow (with its
+    # threads) is loaded in this process. Otherwise "spawn" starts them clean.
+    safe_to_fork = (sys.platform.startswith("linux")
+                    and "tensorflow" not in sys.modules)
+    context = multiprocessing.get_context("fork" if safe_to_fork else "spawn")
     with context.Pool(num_workers, initializer=_init_worker,
                       initargs=(settings,)) as pool:
         pending = collections.deque()
@@ -346,6 +351,9 @@ def create_pretraining_data(
         for writer in writers:
             writer.abort()
         raise
+    finally:
+        if hasattr(results, "close"):
+            results.close()  # Stops the worker pool, if any.
     elapsed = time.time() - start_time
 
     stats = _statistics(totals, ngram_counts, read_counters, options)

@@ -6,7 +6,8 @@ ends a document. Files may be plain or gzip text (detected from the content),
 local or anything `tf.io.gfile` opens (paths holding "://", such as gs://).
 
 Nothing here holds more than one chunk of text: lines stream from the files
-and `iter_chunks` groups whole documents into chunks of about `chunk_bytes`.
+and `iter_chunks` groups whole documents into chunks of about `chunk_bytes`
+characters.
 Bad input is either a clear `InputError` (missing or unreadable files, a
 pattern matching nothing) or a counted and logged skip (`ReadCounters`:
 non-UTF-8 lines, lines over `max_line_bytes`, empty files).
@@ -252,16 +253,16 @@ def iter_chunks(paths, counters, chunk_bytes,
                 max_line_bytes=DEFAULT_MAX_LINE_BYTES):
     """Groups the corpus into chunks of whole documents.
 
-    A chunk closes at the first document end after it holds `chunk_bytes` of
-    text. A document that alone reaches `chunk_bytes` is split there (counted
-    in `counters.split_documents`), so no chunk exceeds about twice
-    `chunk_bytes` whatever the input. Chunk boundaries depend only on the
+    A chunk closes at the first document end after it holds `chunk_bytes`
+    characters of text (newlines included). A document that alone reaches
+    `chunk_bytes` is split there (counted in `counters.split_documents`), so
+    no chunk exceeds about twice `chunk_bytes` whatever the input. Chunk boundaries depend only on the
     input, so the work split is the same for any number of workers.
 
     Args:
         paths: the input files.
         counters: a `ReadCounters`, updated in place.
-        chunk_bytes: target size of a chunk in bytes of text.
+        chunk_bytes: target size of a chunk, in characters.
         max_line_bytes: longest line kept, in bytes.
 
     Yields:
@@ -270,7 +271,7 @@ def iter_chunks(paths, counters, chunk_bytes,
     index = 0
     lines, doc_starts = [], []
     chunk_size = 0
-    doc_size = 0  # Bytes of the open document (0: no open document).
+    doc_size = 0  # Characters of the open document (0: none open).
 
     def close_document():
         nonlocal doc_size

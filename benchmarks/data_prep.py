@@ -1,0 +1,204 @@
+r"""Benchmark of `data_prep.create_pretraining_data`: speed and peak memory.
+
+    python -m benchmarks.data_prep [--corpus_mb=3] [--repeats=3]
+
+Builds (once, cached in --work_dir) an English corpus from the Python standard
+library's docstrings (`data_prep.builtin_corpus`) and a unigram SentencePiece
+model on it, then runs the CLI in fresh subprocesses with 1 and 2 workers
+(`max_seq_length` 128, `dupe_factor` 2: the setting of the official figure of
+about 470 instances/s and 670 MB on one core) and prints a table of medians:
+
+- instances/s: instances over the builder's own elapsed time (reading,
+  tokenizing, masking, encoding, writing; worker start-up included; Python
+  and model loading excluded), and over the whole process wall time;
+- per core: instances/s divided by the cores the run can use;
+- peak memory: the largest sum of resident memory (VmRSS) over the process
+  and its workers, sampled every 20 ms.
+
+A second table (one run each) repeats the corpus 1x, 4x, 16x: longer runs
+amortize the start-up, and peak memory does not grow with corpus size.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if not __package__:  # Run as a script: import the repo's data_prep package.
+    sys.path[0] = _ROOT
+
+from data_prep import builtin_corpus  # noqa: E402
+from data_prep import vocab  # noqa: E402
+
+
+def _children(pid):
+    """Pids of all descendants of `pid` (Linux /proc)."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                parents.setdefault(int(fields[1]), []).append(int(entry))
+            except (OSError, IndexError):
+                continue
+    found, stack = [], [pid]
+    while stack:
+        for child in parents.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def _rss_mb(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return 0.0
+
+
+def run_measured(command, env):
+    """Runs a command; returns (wall seconds, peak total RSS MB, peak main MB)."""
+    start = time.time()
+    process = subprocess.Popen(command, env=env, cwd=_ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    peaks = {"total": 0.0, "main": 0.0}
+
+    def sample():
+        while process.poll() is None:
+            main = _rss_mb(process.pid)
+            total = main + sum(_rss_mb(c) for c in _children(process.pid))
+            peaks["total"] = max(peaks["total"], total)
+            peaks["main"] = max(peaks["main"], main)
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    _, stderr = process.communicate()
+    sampler.join()
+    if process.returncode:
+        raise RuntimeError("Command failed: %s\n%s" % (" ".join(command), stderr))
+    return time.time() - start, peaks["total"], peaks["main"]
+
+
+def prepare(work_dir, corpus_mb, vocab_size):
+    """Writes the corpus and trains the vocabulary (cached)."""
+    os.makedirs(work_dir, exist_ok=True)
+    corpus = os.path.join(work_dir, "corpus_%gmb.txt" % corpus_mb)
+    if not os.path.exists(corpus):
+        roots = builtin_corpus.source_roots(include_site_packages=True)
+        builtin_corpus.write_corpus(corpus, max_chars=int(corpus_mb * 1e6),
+                                    roots=roots)
+    prefix = os.path.join(work_dir, "spm_%gmb_%d" % (corpus_mb, vocab_size))
+    if not os.path.exists(prefix + ".model"):
+        vocab.train_vocab(corpus, prefix, vocab_size=vocab_size,
+                          hard_vocab_limit=False)
+    return corpus, prefix + ".model"
+
+
+def repeated_corpus(corpus, times):
+    """The corpus concatenated `times` times (for the memory scaling rows)."""
+    if times == 1:
+        return corpus
+    path = "%s.x%d" % (corpus, times)
+    if not os.path.exists(path):
+        with open(corpus, "rb") as f:
+            data = f.read()
+        with open(path, "wb") as f:
+            for _ in range(times):
+                f.write(data)
+    return path
+
+
+def measure(corpus, model, out_dir, workers, args, env):
+    """One CLI run; returns a dict of measurements."""
+    output = os.path.join(out_dir, "w%d.tfrecord" % workers)
+    command = [
+        sys.executable, "-m", "data_prep.create_pretraining_data",
+        "--input_file=%s" % corpus, "--output_file=%s" % output,
+        "--spm_model_file=%s" % model,
+        "--max_seq_length=%d" % args.max_seq_length,
+        "--max_predictions_per_seq=%d" % args.max_predictions_per_seq,
+        "--dupe_factor=%d" % args.dupe_factor,
+        "--num_workers=%d" % workers, "--chunk_mb=%g" % args.chunk_mb,
+    ]
+    wall, peak_total, peak_main = run_measured(command, env)
+    with open(output + ".stats.json") as f:
+        stats = json.load(f)
+    return dict(instances=stats["instances"], elapsed=stats["elapsed_s"],
+                wall=wall, peak_total=peak_total, peak_main=peak_main,
+                read_mb=stats["read"]["bytes"] / 1e6)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--corpus_mb", type=float, default=3.0)
+    parser.add_argument("--vocab_size", type=int, default=30000)
+    parser.add_argument("--max_seq_length", type=int, default=128)
+    parser.add_argument("--max_predictions_per_seq", type=int, default=20)
+    parser.add_argument("--dupe_factor", type=int, default=2)
+    parser.add_argument("--chunk_mb", type=float, default=0.25)
+    parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--scaling", default="1,4,16",
+                        help="Corpus repetitions for the memory rows ('' to skip).")
+    parser.add_argument("--work_dir",
+                        default=os.path.join(tempfile.gettempdir(),
+                                             "albert_data_prep_bench"))
+    args = parser.parse_args()
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = _ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    corpus, model = prepare(args.work_dir, args.corpus_mb, args.vocab_size)
+    pieces = vocab.load_model(model).get_piece_size()
+    cores = os.cpu_count() or 1
+    out_dir = tempfile.mkdtemp(dir=args.work_dir)
+    print("corpus: %s (%.2f MB), vocabulary: %d pieces, max_seq_length %d, "
+          "dupe_factor %d, chunk %g MB, %d CPU cores, medians of %d runs"
+          % (corpus, os.path.getsize(corpus) / 1e6, pieces, args.max_seq_length,
+             args.dupe_factor, args.chunk_mb, cores, args.repeats))
+    print()
+    header = ("| workers | instances | builder s | wall s | instances/s | "
+              "per core | wall instances/s | peak RSS MB (all) | peak RSS MB (main) |")
+    print(header)
+    print("|---:" * (header.count("|") - 1) + "|")
+    for workers in [int(w) for w in args.workers.split(",") if w]:
+        runs = [measure(corpus, model, out_dir, workers, args, env)
+                for _ in range(args.repeats)]
+        med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+        rate = med["instances"] / med["elapsed"]
+        used_cores = min(max(1, workers), cores)
+        print("| %d | %d | %.2f | %.2f | %.0f | %.0f | %.0f | %.0f | %.0f |" % (
+            workers, med["instances"], med["elapsed"], med["wall"], rate,
+            rate / used_cores, med["instances"] / med["wall"],
+            med["peak_total"], med["peak_main"]), flush=True)
+
+    scaling = [int(s) for s in args.scaling.split(",") if s]
+    if scaling:
+        print()
+        print("| corpus | MB read | workers | instances | instances/s | "
+              "per core | peak RSS MB (all) |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for times in scaling:
+            for workers in [int(w) for w in args.workers.split(",") if w]:
+                run = measure(repeated_corpus(corpus, times), model, out_dir,
+                              workers, args, env)
+                rate = run["instances"] / run["elapsed"]
+                print("| %dx | %.1f | %d | %d | %.0f | %.0f | %.0f |" % (
+                    times, run["read_mb"], workers, run["instances"], rate,
+                    rate / min(max(1, workers), cores), run["peak_total"]),
+                    flush=True)
+
+if __name__ == "__main__":
+    main()
