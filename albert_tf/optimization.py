@@ -13,9 +13,11 @@ update without the trust ratio. Per variable, with gradient `g`:
     ratio = ||w|| / ||update||, or 1 if either norm is 0        (LAMB, if not excluded)
     w = w - ratio * lr * update
 
-Gradients are clipped to a global norm of `CLIP_NORM` before the update; the
-training loop does it (`clip_gradients`) after gradients are summed over
-replicas, so the norm is that of the global-batch gradient.
+With `clip_norm` (`create_optimizer` sets the official 1.0), gradients are
+clipped to that global norm right after they are summed over replicas, inside
+`apply`, so the norm is that of the global-batch gradient and a mirrored run
+matches a single-device one (Keras' own `global_clipnorm` clips each
+replica's gradients before the sum).
 """
 
 import re
@@ -94,8 +96,10 @@ class _OfficialAdamFamily(keras.optimizers.Optimizer):
     def __init__(self, learning_rate=0.00176, beta_1=0.9, beta_2=0.999,
                  epsilon=1e-6, weight_decay_rate=0.01,
                  exclude_from_weight_decay=DEFAULT_EXCLUSIONS,
-                 exclude_from_layer_adaptation=None, name=None, **kwargs):
+                 exclude_from_layer_adaptation=None, clip_norm=None, name=None,
+                 **kwargs):
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+        self.clip_norm = clip_norm
         self.beta_1 = beta_1
         self.beta_2 = beta_2
         self.epsilon = epsilon
@@ -123,6 +127,16 @@ class _OfficialAdamFamily(keras.optimizers.Optimizer):
             self._layer_adaptation
             and not _matches(v.path, self.adaptation_exclusions)
             for v in var_list]
+
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        # The TensorFlow optimizer's hook that sums gradients over replicas
+        # (identity on one device): the global norm is taken after it.
+        grads_and_vars = super()._all_reduce_sum_gradients(grads_and_vars)
+        if self.clip_norm is None:
+            return grads_and_vars
+        grads, variables = zip(*grads_and_vars)
+        grads, _ = tf.clip_by_global_norm(list(grads), self.clip_norm)
+        return list(zip(grads, variables))
 
     def uses_weight_decay(self, variable):
         """Whether `variable` (one this optimizer was built on) is decayed."""
@@ -166,6 +180,7 @@ class _OfficialAdamFamily(keras.optimizers.Optimizer):
             "weight_decay_rate": self.weight_decay_rate,
             "exclude_from_weight_decay": list(self.decay_exclusions),
             "exclude_from_layer_adaptation": list(self.adaptation_exclusions),
+            "clip_norm": self.clip_norm,
         })
         return config
 
@@ -183,6 +198,8 @@ class Lamb(_OfficialAdamFamily):
         exclude_from_weight_decay: regexes of variable paths not decayed.
         exclude_from_layer_adaptation: regexes of paths without trust ratio;
             None: the same as `exclude_from_weight_decay`.
+        clip_norm: global-norm clipping of the replica-summed gradients
+            (None: no clipping).
     """
 
     _layer_adaptation = True
@@ -205,8 +222,8 @@ class AdamW(_OfficialAdamFamily):
 
 def create_optimizer(optimizer="lamb", learning_rate=0.00176,
                      num_train_steps=125000, num_warmup_steps=3125,
-                     poly_power=1.0):
-    """The official optimizer with the official schedule.
+                     poly_power=1.0, clip_norm=CLIP_NORM):
+    """The official optimizer with the official schedule and clipping.
 
     Args:
         optimizer: `"lamb"` or `"adamw"`.
@@ -214,6 +231,7 @@ def create_optimizer(optimizer="lamb", learning_rate=0.00176,
         num_train_steps: where the polynomial decay reaches 0.
         num_warmup_steps: steps of linear warmup.
         poly_power: the decay's power.
+        clip_norm: global-norm clipping (official: 1.0; None: none).
 
     Returns:
         A `Lamb` or `AdamW` driven by a `WarmupPolynomialDecay`.
@@ -224,17 +242,9 @@ def create_optimizer(optimizer="lamb", learning_rate=0.00176,
     schedule = WarmupPolynomialDecay(learning_rate, num_train_steps,
                                      num_warmup_steps, poly_power)
     if optimizer == "lamb":
-        return Lamb(learning_rate=schedule)
+        return Lamb(learning_rate=schedule, clip_norm=clip_norm)
     if optimizer == "adamw":
-        return AdamW(learning_rate=schedule)
+        return AdamW(learning_rate=schedule, clip_norm=clip_norm)
     raise ValueError(f"optimizer must be one of {OPTIMIZERS}. "
                      f"Received: optimizer={optimizer!r}")
 
-
-def clip_gradients(grads, clip_norm=CLIP_NORM):
-    """Clips gradients to a global norm (official: 1.0).
-
-    Returns:
-        `(clipped_grads, global_norm)`.
-    """
-    return tf.clip_by_global_norm(grads, clip_norm)

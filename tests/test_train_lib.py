@@ -1,0 +1,180 @@
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import AlbertConfig, train_lib
+from data_prep import schema
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+L, P = 32, 5
+TINY = dict(AlbertConfig.from_preset("tiny").to_dict(), hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0, num_hidden_layers=2)
+
+
+def write_records(path, num, seed=0, vocab=1000):
+    """Random but well-formed pretraining records (official feature names)."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(5, vocab, (num, L))
+    ids[:, 0] = 2
+    positions = np.sort(np.stack([rng.choice(np.arange(1, L), P, replace=False)
+                                  for _ in range(num)]), axis=1)
+    features = dict(
+        input_ids=ids, input_mask=np.ones((num, L), np.int64),
+        segment_ids=np.zeros((num, L), np.int64),
+        token_boundary=np.ones((num, L), np.int64),
+        masked_lm_positions=positions,
+        masked_lm_ids=np.take_along_axis(ids, positions, 1),
+        masked_lm_weights=(rng.random((num, P)) < 0.8).astype(np.float32),
+        next_sentence_labels=rng.integers(0, 2, (num, 1)))
+    with tf.io.TFRecordWriter(path) as writer:
+        for record in schema.encode_examples(features):
+            writer.write(record)
+    return path
+
+
+def options(input_file, output_dir, **overrides):
+    values = dict(
+        input_file=input_file, output_dir=output_dir,
+        config=AlbertConfig.from_dict(TINY), train_batch_size=8,
+        eval_batch_size=8, max_seq_length=L, max_predictions_per_seq=P,
+        num_train_steps=4, num_warmup_steps=1, learning_rate=1e-2,
+        save_checkpoints_steps=2, iterations_per_loop=2, max_eval_steps=2,
+        jit_compile=False)
+    values.update(overrides)
+    return train_lib.PretrainingOptions(**values)
+
+
+def read_scalars(directory, tag):
+    """{step: value} of a scalar tag in the event files of `directory`."""
+    values = {}
+    for name in sorted(tf.io.gfile.listdir(directory)):
+        for event in tf.compat.v1.train.summary_iterator(os.path.join(directory, name)):
+            for value in event.summary.value:
+                if value.tag == tag:
+                    values[event.step] = float(tf.make_ndarray(value.tensor))
+    return values
+
+
+def test_jit_compiled_step_under_mixed_bfloat16(tmp_path):
+    data = write_records(str(tmp_path / "data.tfrecord"), 32)
+    runner = train_lib.PretrainingRunner(options(
+        data, str(tmp_path / "out"), dtype="bfloat16", jit_compile=True))
+    assert runner.model.encoder.embedding.compute_dtype == "bfloat16"
+    assert all(v.dtype == "float32" for v in runner.model.trainable_variables)
+    before = [v.numpy() for v in runner.model.trainable_variables]
+    runner._build_functions()
+    iterator = iter(runner._distributed_dataset(data, 8, True))
+    stats = runner._train_loop(iterator, tf.constant(2))
+    metrics = train_lib.losses.metrics_from_stats(stats)
+    assert np.isfinite(metrics["loss"].numpy())
+    assert int(runner.step.numpy()) == 2
+    assert int(runner.optimizer.iterations.numpy()) == 2
+    changed = [not np.array_equal(b, v.numpy())
+               for b, v in zip(before, runner.model.trainable_variables)]
+    assert all(changed)
+
+
+_MIRRORED_SCRIPT = textwrap.dedent("""
+    import json, sys
+    import tensorflow as tf
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    import numpy as np
+    from albert_tf import train_lib
+    from tests import test_train_lib as t
+
+    data, out = sys.argv[1], sys.argv[2]
+    def run(strategy, **kw):
+        runner = train_lib.PretrainingRunner(
+            t.options(data, out, train_batch_size=8, **kw), strategy)
+        if reference is not None:
+            for v, w in zip(runner.model.weights, reference):
+                v.assign(w)
+        runner._build_functions()
+        dataset = runner._distributed_dataset(data, 8, is_training=False)
+        stats = runner._train_loop(iter(dataset), tf.constant(2))
+        return stats.numpy(), [v.numpy() for v in runner.model.weights]
+
+    reference = None
+    import keras
+    keras.utils.set_random_seed(1)
+    one = tf.distribute.OneDeviceStrategy("/cpu:0")
+    reference = [v.numpy() for v in train_lib.PretrainingRunner(
+        t.options(data, out), one).model.weights]
+    single = run(one)
+    mirrored = run(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
+    accumulated = run(one, gradient_accumulation_steps=2)
+    def diff(a, b):
+        return max(float(np.max(np.abs(x - y))) for x, y in zip(a, b))
+    print(json.dumps({
+        "stats": [single[0].tolist(), mirrored[0].tolist(), accumulated[0].tolist()],
+        "mirrored_weight_diff": diff(single[1], mirrored[1]),
+        "accumulated_weight_diff": diff(single[1], accumulated[1]),
+        "weight_change": diff(single[1], reference),
+    }))
+""")
+
+
+def test_mirrored_and_accumulation_match_single_device(tmp_path):
+    """2 logical CPUs (and 2 micro-batches) vs one device, same global batch."""
+    data = write_records(str(tmp_path / "data.tfrecord"), 16)
+    result = subprocess.run(
+        [sys.executable, "-c", _MIRRORED_SCRIPT, data, str(tmp_path / "out")],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, PYTHONPATH=REPO, CUDA_VISIBLE_DEVICES=""))
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    single, mirrored, accumulated = (np.array(s) for s in report["stats"])
+    np.testing.assert_allclose(mirrored, single, rtol=1e-5)
+    np.testing.assert_allclose(accumulated, single, rtol=1e-5)
+    assert report["weight_change"] > 1e-3
+    assert report["mirrored_weight_diff"] < 1e-6
+    assert report["accumulated_weight_diff"] < 1e-6
+
+
+def test_train_resume_eval_and_summaries(tmp_path):
+    data = write_records(str(tmp_path / "data.tfrecord"), 40)
+    out = str(tmp_path / "out")
+    report = train_lib.run_pretraining(options(data, out, do_eval=True))
+    assert report["train"]["step"] == 4
+    assert sorted(tf.io.gfile.listdir(out)) == sorted([
+        "albert_config.json", "best", "checkpoint", "ckpt-2.index",
+        "ckpt-2.data-00000-of-00001", "ckpt-4.index",
+        "ckpt-4.data-00000-of-00001", "eval", "eval_results.txt", "train"])
+    results = report["eval_results"]
+    assert [r["checkpoint"] for r in results] == ["ckpt-2", "ckpt-4"]
+    assert set(train_lib.losses.METRIC_NAMES) <= set(results[0])
+    best = train_lib.read_eval_results(os.path.join(out, "best", "eval_results.txt"))
+    assert best[0]["masked_lm_accuracy"] == max(r["masked_lm_accuracy"] for r in results)
+    assert sorted(read_scalars(os.path.join(out, "train"), "loss")) == [2, 4]
+    lr = read_scalars(os.path.join(out, "train"), "learning_rate")
+    np.testing.assert_allclose(lr[2], 1e-2 * (1 - 2 / 4), rtol=1e-6)
+    assert sorted(read_scalars(os.path.join(out, "eval"), "masked_lm_accuracy")) == [2, 4]
+
+    # Longer run in the same directory: resumes at 4, trains 4 -> 6 only.
+    more = train_lib.run_pretraining(options(data, out, num_train_steps=6))
+    assert more["train"]["step"] == 6
+    assert sorted(read_scalars(os.path.join(out, "train"), "loss")) == [2, 4, 6]
+    done = train_lib.run_pretraining(options(data, out, num_train_steps=6))
+    assert done["train"]["step"] == 6
+
+    # Evaluation only: the checkpoints not yet evaluated (ckpt-6).
+    evaluated = train_lib.run_pretraining(options(
+        data, out, num_train_steps=6, do_train=False, do_eval=True))
+    assert [r["checkpoint"] for r in evaluated["eval_results"]][-1] == "ckpt-6"
+
+
+def test_invalid_options(tmp_path):
+    with pytest.raises(ValueError, match="gradient_accumulation_steps"):
+        options("x", "y", train_batch_size=6, gradient_accumulation_steps=4).validate()
+    with pytest.raises(ValueError, match="dtype"):
+        options("x", "y", dtype="float16").validate()
+    with pytest.raises(ValueError, match="do_eval"):
+        train_lib.run_pretraining(options("x", "y", do_train=False))
