@@ -1,0 +1,186 @@
+"""Text-in SavedModels of fine-tuned models, in TF Serving layout.
+
+Written to `<export_dir>/<model_name>/<version>/` through
+`export.layout.StagedExport`, with the in-graph tokenization of
+`export.preprocessing.TextPreprocessor` (load them after
+`import tensorflow_text`). Signatures:
+
+Classifier, `serving_default`:
+    inputs: `text` string `[B]`; `text_b` string `[B]`, or empty for single
+        texts (a row with an empty second text packs as a single text).
+    outputs: `probabilities` float32 `[B, C]` (softmax), `label_id` int32
+        `[B]`, `label` string `[B]` (the label name). A regressor (STS-B)
+        returns `score` float32 `[B]` instead.
+
+Span extractor, `serving_default`:
+    inputs: `question` and `context`, string `[B]`.
+    outputs: `answer` string `[B]` (a slice of the context, whole
+        whitespace-separated words), `score` float32 `[B]` (start + end
+        logit), and for SQuAD v2.0 models `no_answer_probability` float32
+        `[B]`. One window: the context is cut to fit `max_seq_length`.
+"""
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from export import layout
+from export import preprocessing
+
+_STRINGS = tf.TensorSpec([None], tf.string)
+
+
+def _root(model, preprocessor):
+    """A trackable root holding the model's variables and the tokenizer."""
+    root = tf.__internal__.tracking.AutoTrackable()
+    root.variables = list(model.variables)
+    root.trainable_variables = [v for v in model.variables if v.trainable]
+    root.preprocessor = preprocessor
+    return root
+
+
+def _read(path):
+    with tf.io.gfile.GFile(path, "rb") as f:
+        return f.read()
+
+
+def _save(root, signatures, export_dir, model_name, version, spm_model_file):
+    root.spm_model = tf.saved_model.Asset(spm_model_file)
+    staged = layout.StagedExport(export_dir, [model_name], version)
+    try:
+        tf.saved_model.save(root, staged.path(model_name), signatures=signatures)
+    except Exception:
+        staged.abort()
+        raise
+    return staged.commit()[model_name]
+
+
+def export_classifier(model, spm_model_file, export_dir, labels=None,
+                      max_seq_length=128, do_lower_case=True,
+                      model_name="albert_classifier", version=None):
+    """Exports an `AlbertClassifier` that takes raw text.
+
+    Args:
+        model: the fine-tuned `AlbertClassifier`.
+        spm_model_file: its SentencePiece model (kept as an asset).
+        export_dir: the serving base folder.
+        labels: label names, one per class; None for a regressor.
+        max_seq_length: T of the packed inputs.
+        do_lower_case: as in training.
+        model_name: the folder under `export_dir`.
+        version: int, or None for the next free one.
+
+    Returns:
+        The version folder written.
+
+    Raises:
+        ValueError: when `labels` does not match the model's classes.
+    """
+    regression = labels is None
+    if not regression and len(labels) != model.num_classes:
+        raise ValueError(f"One label per class is needed ({model.num_classes}). "
+                         f"Received: labels={list(labels)!r}")
+    preprocessor = preprocessing.TextPreprocessor(
+        _read(spm_model_file), max_seq_length, do_lower_case)
+    root = _root(model, preprocessor)
+    label_names = tf.constant(list(labels or ["score"]))
+
+    @tf.function(input_signature=[_STRINGS, _STRINGS])
+    def serve(text, text_b=tf.constant([], tf.string)):
+        text_b = tf.cond(tf.size(text_b) > 0, lambda: text_b,
+                         lambda: tf.fill(tf.shape(text), ""))
+        inputs = preprocessor.encode(text, text_b)
+        logits = tf.cast(model(inputs, training=False)["logits"], tf.float32)
+        if regression:
+            return {"score": logits[:, 0]}
+        label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        return {"probabilities": tf.nn.softmax(logits, axis=-1),
+                "label_id": label_id,
+                "label": tf.gather(label_names, label_id)}
+
+    root.serve = serve
+    return _save(root, {"serving_default": serve.get_concrete_function()},
+                 export_dir, model_name, version, spm_model_file)
+
+
+def export_span_extractor(model, spm_model_file, export_dir,
+                          max_seq_length=384, max_query_length=64,
+                          max_answer_length=30, do_lower_case=True,
+                          model_name="albert_squad", version=None):
+    """Exports an `AlbertSpanExtractor` taking question and context strings.
+
+    Args:
+        model: the fine-tuned `AlbertSpanExtractor`.
+        spm_model_file: its SentencePiece model.
+        export_dir: the serving base folder.
+        max_seq_length: T.
+        max_query_length: question pieces kept.
+        max_answer_length: longest answer, in pieces.
+        do_lower_case: as in training.
+        model_name: the folder under `export_dir`.
+        version: int, or None for the next free one.
+
+    Returns:
+        The version folder written.
+    """
+    preprocessor = preprocessing.TextPreprocessor(
+        _read(spm_model_file), max_seq_length, do_lower_case)
+    root = _root(model, preprocessor)
+    words_tokenizer = tf_text.WhitespaceTokenizer()
+
+    @tf.function(input_signature=[_STRINGS, _STRINGS])
+    def serve(question, context):
+        query = preprocessor.tokenize(question)[:, :max_query_length]
+        words, word_starts, word_ends = words_tokenizer.tokenize_with_offsets(
+            context)  # [B, (W)], byte offsets
+        pieces = preprocessor.tokenize(words.flat_values)  # [B*W, (P)]
+        # Word (within its row) of every context piece.
+        flat_word = pieces.value_rowids()  # index into words.flat_values
+        row_start = tf.gather(words.row_starts(), words.value_rowids())
+        word_in_row = flat_word - tf.gather(row_start, flat_word)
+        flat = tf.RaggedTensor.from_row_splits(
+            pieces.values, tf.gather(pieces.row_splits, words.row_splits))
+        piece_word = flat.with_flat_values(tf.cast(word_in_row, tf.int32))
+        # Keep the context pieces that fit beside the question.
+        budget = max_seq_length - 3 - tf.cast(query.row_lengths(), tf.int32)
+        keep = tf.ragged.range(flat.row_lengths(), dtype=tf.int64) < \
+            tf.cast(budget, tf.int64)[:, None]
+        flat = tf.ragged.boolean_mask(flat, keep)
+        piece_word = tf.ragged.boolean_mask(piece_word, keep).to_tensor(0)
+        inputs = preprocessor.pack(query, flat)
+        outputs = model(inputs, training=False)
+        start = tf.cast(outputs["start_logits"], tf.float32)  # [B, T]
+        end = tf.cast(outputs["end_logits"], tf.float32)
+        offset = tf.cast(query.row_lengths(), tf.int32) + 2  # first context pos
+        length = tf.cast(flat.row_lengths(), tf.int32)
+        positions = tf.range(max_seq_length)[None, :]
+        in_context = (positions >= offset[:, None]) & (
+            positions < (offset + length)[:, None])
+        very_low = tf.constant(-1e9)
+        start = tf.where(in_context, start, very_low)
+        end = tf.where(in_context, end, very_low)
+        pair = start[:, :, None] + end[:, None, :]  # [B, T, T]
+        gap = positions[0][None, :] - positions[0][:, None]  # end - start
+        valid = (gap >= 0) & (gap < max_answer_length)
+        pair = tf.where(valid[None], pair, very_low)
+        best = tf.argmax(tf.reshape(pair, [tf.shape(pair)[0], -1]), axis=-1,
+                         output_type=tf.int32)
+        score = tf.reduce_max(tf.reshape(pair, [tf.shape(pair)[0], -1]), -1)
+        s_pos, e_pos = best // max_seq_length, best % max_seq_length
+        first_word = tf.gather(piece_word, tf.maximum(s_pos - offset, 0),
+                               batch_dims=1)
+        last_word = tf.gather(piece_word, tf.maximum(e_pos - offset, 0),
+                              batch_dims=1)
+        begin = tf.gather(word_starts.to_tensor(0), first_word, batch_dims=1)
+        finish = tf.gather(word_ends.to_tensor(0), last_word, batch_dims=1)
+        found = (score > very_low / 2) & (length > 0)
+        answer = tf.where(
+            found, tf.strings.substr(context, begin, finish - begin), "")
+        result = {"answer": answer, "score": score}
+        if "no_answer_logits" in outputs:
+            result["no_answer_probability"] = tf.sigmoid(
+                tf.cast(outputs["no_answer_logits"], tf.float32))
+        return result
+
+    root.serve = serve
+    return _save(root, {"serving_default": serve.get_concrete_function()},
+                 export_dir, model_name, version, spm_model_file)

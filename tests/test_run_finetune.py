@@ -1,0 +1,136 @@
+"""Fine-tuning jobs end to end on tiny files: train, evaluate every checkpoint,
+keep the best, write submissions, export a text-in SavedModel and serve it
+from a fresh process."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from albert_tf import AlbertConfig, AlbertPretrainer
+from albert_tf import checkpoint as checkpoint_lib
+from albert_tf.tasks import runners
+from tests import tasks_testdata
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FAST = dict(train_batch_size=2, eval_batch_size=2, predict_batch_size=3,
+            learning_rate=1e-3, warmup_step=1, train_step=4,
+            save_checkpoints_steps=2, iterations_per_loop=2)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    """A tiny pretrained-model directory (config, spm.model, checkpoint)."""
+    spm = tasks_testdata.spm_model_path()
+    config = AlbertConfig.from_preset("tiny", vocab_size=600,
+                                      num_hidden_layers=2,
+                                      max_position_embeddings=64)
+    folder = str(tmp_path_factory.mktemp("pretrained"))
+    checkpoint_lib.save_model_dir(AlbertPretrainer(config), folder, spm)
+    return folder
+
+
+def _fresh_python(code):
+    env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                          text=True, env=env, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_run_classifier_cli_export_serves_raw_text(model_dir, tmp_path):
+    data_dir = tasks_testdata.write_glue(str(tmp_path / "glue"))["mrpc"]
+    out, serving = str(tmp_path / "run"), str(tmp_path / "serving")
+    args = [f"--task_name=MRPC", f"--data_dir={data_dir}",
+            f"--init_checkpoint={model_dir}", f"--output_dir={out}",
+            "--do_train", "--do_eval", "--do_predict", "--max_seq_length=24",
+            f"--export_dir={serving}"] + [f"--{k}={v}" for k, v in FAST.items()]
+    env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run([sys.executable, "-m", "albert_tf.run_classifier",
+                           *args], capture_output=True, text=True, env=env,
+                          timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    # Both checkpoints were evaluated; the best one was kept.
+    lines = open(os.path.join(out, "eval_results.txt")).read().splitlines()
+    steps = [json.loads(line)["step"] for line in lines[:-1]]
+    assert steps == [2, 4] and lines[-1].startswith("best ")
+    assert os.path.exists(os.path.join(out, "best", "model.ckpt.index"))
+    submission = open(os.path.join(out, "MRPC.tsv")).read().splitlines()
+    assert submission[0] == "index\tprediction" and len(submission) == 2
+    export_path = os.path.join(serving, "albert_mrpc", "1")
+    assert os.path.exists(os.path.join(export_path, "saved_model.pb"))
+    printed = _fresh_python(
+        "import json, tensorflow as tf, tensorflow_text\n"
+        f"m = tf.saved_model.load({export_path!r})\n"
+        "f = m.signatures['serving_default']\n"
+        "r = f(text=tf.constant(['He said so.', 'It rained.']),"
+        " text_b=tf.constant(['He told us so.', '']))\n"
+        "print(json.dumps({k: v.numpy().tolist() for k, v in r.items()},"
+        " default=lambda b: b.decode()))\n")
+    result = json.loads(printed.strip().splitlines()[-1])
+    probs = np.array(result["probabilities"])
+    assert probs.shape == (2, 2) and np.allclose(probs.sum(-1), 1, atol=1e-5)
+    assert all(label in ("0", "1") for label in result["label"])
+    assert result["label_id"] == list(np.argmax(probs, -1))
+
+
+def test_run_regression_and_resume(model_dir, tmp_path):
+    data_dir = tasks_testdata.write_glue(str(tmp_path / "glue"))["sts-b"]
+    out = str(tmp_path / "run")
+    options = dict(FAST, init_checkpoint=model_dir, max_seq_length=24)
+    report = runners.run_classifier("sts-b", data_dir, out, do_train=True,
+                                    **dict(options, train_step=2))
+    assert report["train_history"][-1][0] == 2
+    # A second run resumes at step 2 and trains to 4.
+    report = runners.run_classifier("sts-b", data_dir, out, do_train=True,
+                                    do_eval=True, do_predict=True, **options)
+    assert [s for s, _ in report["train_history"]] == [4]
+    assert {"pearson", "spearman"} <= set(report["best"])
+    rows = open(report["submission"]).read().splitlines()
+    assert rows[1].split("\t")[1].replace(".", "").lstrip("-").isdigit()
+
+
+def test_run_squad_v2_and_export(model_dir, tmp_path):
+    path, context = tasks_testdata.write_squad(str(tmp_path / "sq.json"),
+                                               version_2=True)
+    out, serving = str(tmp_path / "run"), str(tmp_path / "serving")
+    report = runners.run_squad(
+        out, train_file=path, predict_file=path, version_2_with_negative=True,
+        init_checkpoint=model_dir, max_seq_length=48, doc_stride=16,
+        max_query_length=12, do_train=True, do_eval=True, do_predict=True,
+        export_dir=serving, **FAST)
+    best = report["best"]
+    assert {"exact", "f1", "best_f1", "best_f1_thresh", "HasAns_exact",
+            "NoAns_exact"} <= set(best)
+    predictions = json.load(open(report["predictions"][0], encoding="utf-8"))
+    assert set(predictions) == {"q1", "q2", "q3"}
+    assert all(p in context for p in predictions.values())
+    assert set(json.load(open(report["predictions"][1]))) == {"q1", "q2", "q3"}
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+
+    served = tf.saved_model.load(report["export"]).signatures["serving_default"](
+        question=tf.constant(["When was it finished?", "Who?"]),
+        context=tf.constant(["The tower was finished in 1889 in Paris.",
+                             "Naïve  visitors loved the café."]))
+    answers = [a.decode() for a in served["answer"].numpy()]
+    assert answers[0] in "The tower was finished in 1889 in Paris."
+    assert answers[1] in "Naïve  visitors loved the café." and answers[1]
+    assert served["no_answer_probability"].shape == (2,)
+
+
+def test_run_race(model_dir, tmp_path):
+    root = tasks_testdata.write_race(str(tmp_path / "RACE"))
+    report = runners.run_race(root, str(tmp_path / "run"), max_qa_length=16,
+                              init_checkpoint=model_dir, max_seq_length=40,
+                              do_train=True, do_eval=True, do_predict=True,
+                              **FAST)
+    assert [r["step"] for r in report["eval_results"]] == [2, 4]
+    assert 0.0 <= report["test_accuracy"] <= 1.0
+    predictions = json.load(open(report["predictions"]))
+    assert set(predictions) == {"high1.txt", "middle1.txt"}
+    assert all(len(v) == 2 and set(v) <= set("ABCD")
+               for v in predictions.values())
