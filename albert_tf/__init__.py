@@ -10,6 +10,7 @@ from albert_tf.embedding import AlbertEmbedding  # noqa: E402
 from albert_tf.encoder import AlbertEncoder  # noqa: E402
 from albert_tf.heads import MaskedLMHead, SentenceOrderHead  # noqa: E402
 from albert_tf.pretrainer import AlbertPretrainer  # noqa: E402
+from albert_tf.pretrained import load_pretrained  # noqa: E402
 from albert_tf.transformer import (  # noqa: E402
     FeedForwardSubBlock, SelfAttentionSubBlock, TransformerBlock)
 
@@ -17,4 +18,5 @@ __all__ = [
     "AlbertConfig", "AlbertEmbedding", "AlbertEncoder", "AlbertPretrainer",
     "FeedForwardSubBlock", "MaskedLMHead", "PRESETS", "SHARE_MODES",
     "SelfAttentionSubBlock", "SentenceOrderHead", "TransformerBlock",
+    "load_pretrained",
 ]

@@ -1,0 +1,122 @@
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import checkpoint
+from albert_tf.convert import core
+from albert_tf.pretrained import (convert_checkpoint, detect_format,
+                                  load_pretrained, spm_model_path)
+
+
+@pytest.fixture
+def saved(tmp_path, random_pretrainer, albert_spm_model):
+    """A model of this project saved as a model directory, and the model."""
+    model = random_pretrainer(num_hidden_groups=2, inner_group_num=2)
+    directory = str(tmp_path / "ours")
+    checkpoint.save_model_dir(model, directory, spm_model_file=albert_spm_model)
+    return directory, model
+
+
+def test_detects_every_format_and_loads_it(tmp_path, saved, assert_same_model):
+    ours, model = saved
+    assert detect_format(ours) == "albert_tf"
+    assert_same_model(model, load_pretrained(ours))
+    official = str(tmp_path / "official")
+    convert_checkpoint(ours, official, target="tf1")
+    assert detect_format(official) == "tf1"
+    assert detect_format(os.path.join(official, "model.ckpt-best")) == "tf1"
+    # Any source to any target, here official TF1 -> Hugging Face directly.
+    hf = str(tmp_path / "hf")
+    convert_checkpoint(official, hf, target="huggingface")
+    assert detect_format(hf) == "huggingface"
+    assert_same_model(model, load_pretrained(hf))
+    for directory, name in ((ours, "spm.model"), (official, "30k-clean.model"),
+                            (hf, "spiece.model")):
+        assert spm_model_path(directory) == os.path.join(directory, name)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="No supported model format"):
+        detect_format(str(tmp_path / "empty"))
+    with pytest.raises(FileNotFoundError):
+        load_pretrained(str(tmp_path / "nowhere"))
+
+
+def test_output_directory_is_replaced_only_when_asked(tmp_path, saved):
+    ours, _ = saved
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="not empty"):
+        convert_checkpoint(ours, str(out), target="huggingface")
+    assert os.listdir(out) == ["keep.txt"]
+    convert_checkpoint(ours, str(out), target="huggingface", overwrite=True)
+    assert "keep.txt" not in os.listdir(out)
+    assert "model.safetensors" in os.listdir(out)
+    assert sorted(os.listdir(tmp_path)) == ["ours", "out"]
+
+
+def test_failures_leave_nothing_behind(tmp_path, saved, monkeypatch):
+    ours, _ = saved
+    from albert_tf.convert import safetensors_io
+
+    def fail(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(safetensors_io, "save_file", fail)
+    with pytest.raises(OSError, match="disk full"):
+        convert_checkpoint(ours, str(tmp_path / "out"), target="huggingface")
+    assert sorted(os.listdir(tmp_path)) == ["ours"]
+
+
+def test_sharing_ablations_copy_within_this_project_only(
+        tmp_path, random_pretrainer, assert_same_model):
+    model = random_pretrainer(share="attention")
+    ours = str(tmp_path / "ours")
+    checkpoint.save_model_dir(model, ours)
+    convert_checkpoint(ours, str(tmp_path / "copy"))
+    assert_same_model(model, load_pretrained(str(tmp_path / "copy")))
+    with pytest.raises(ValueError, match="share='attention'"):
+        convert_checkpoint(ours, str(tmp_path / "hf"), target="huggingface")
+    assert not os.path.exists(tmp_path / "hf")
+
+
+def test_release_tokenizer_matches_this_projects_preprocessing(
+        tmp_path, saved, albert_spm_model):
+    import sentencepiece as spm
+
+    from data_prep import text as text_lib
+
+    ours, _ = saved
+    official = str(tmp_path / "official")
+    convert_checkpoint(ours, official, target="tf1")
+    back = str(tmp_path / "back")
+    convert_checkpoint(official, back)
+    # The release's tokenizer travels unchanged.
+    with open(albert_spm_model, "rb") as f:
+        release_bytes = f.read()
+    with open(spm_model_path(back), "rb") as f:
+        assert f.read() == release_bytes
+
+    sp = spm.SentencePieceProcessor(model_file=spm_model_path(back))
+    texts = ["Héllo  WORLD, the Café is NAÏVE", "Résumé\tof the   Model"]
+    # What the release was trained on: lowercase, accents dropped.
+    expected = sp.encode(["hello world, the cafe is naive", "resume of the model"])
+    assert sp.encode(texts) != expected  # Preprocessing matters here.
+    assert text_lib.tokenize_to_ids(sp, texts) == expected
+    graph = text_lib.tokenize_to_ids_graph(
+        text_lib.make_graph_tokenizer(release_bytes), tf.constant(texts))
+    assert graph.to_list() == expected
+    keras_hub = pytest.importorskip("keras_hub")
+    tokenizer = keras_hub.models.AlbertTokenizer(proto=spm_model_path(back))
+    hub_ids = tokenizer([text_lib.preprocess_text(t) for t in texts])
+    assert [np.asarray(ids).tolist() for ids in hub_ids] == expected
+
+
+def test_report_lists_every_tensor(tmp_path, saved):
+    ours, model = saved
+    report = convert_checkpoint(ours, str(tmp_path / "hf"), target="huggingface")
+    text = (tmp_path / "hf" / core.REPORT_NAME).read_text()
+    assert f"Mapped tensors: {len(model.weights)}" in text
+    assert "bert/encoder/transformer/group_1/inner_group_1/LayerNorm_1/gamma" in text
+    assert len(report.mapped) == len(model.weights)
