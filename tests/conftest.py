@@ -204,3 +204,71 @@ def spm_plain_model_path(tmp_path_factory, corpus_dir):
         input=str(corpus_dir / "b.txt"), model_prefix=prefix, vocab_size=300,
         hard_vocab_limit=False, minloglevel=2, num_threads=2)
     return prefix + ".model"
+
+
+# --- Export (tests/test_{exporter,keras_layer,graph_ops,rest_examples}.py) ---
+# One tiny model, exported once per session through the CLI's `main`.
+
+EXPORT_SEQ_LENGTH = 32
+EXPORT_TOP_K = 3
+
+
+@pytest.fixture(scope="session")
+def exported_albert(tmp_path_factory, spm_model_path):
+    """A tiny pretrainer with random weights, saved and exported.
+
+    Returns:
+        A `types.SimpleNamespace` with `pretrainer` (the in-process Keras
+        model), `sp_model`, `model_dir`, `export_dir`, `paths` (what the
+        exporter returned), `max_seq_length` and `top_k`.
+    """
+    import types
+
+    import sentencepiece as spm
+    from absl import flags
+
+    from albert_tf import AlbertConfig, AlbertPretrainer
+    from albert_tf import checkpoint
+    from export import export_saved_model
+
+    sp_model = spm.SentencePieceProcessor(model_file=spm_model_path)
+    config = AlbertConfig.from_preset(
+        "tiny", vocab_size=sp_model.get_piece_size(), num_hidden_layers=2,
+        max_position_embeddings=64)
+    pretrainer = AlbertPretrainer(config)
+    rng = np.random.default_rng(5)
+    for v in pretrainer.weights:
+        v.assign(rng.normal(scale=0.2, size=v.shape).astype("float32"))
+    root = tmp_path_factory.mktemp("export")
+    model_dir = str(root / "model")
+    checkpoint.save_model_dir(pretrainer, model_dir, spm_model_file=spm_model_path)
+    export_dir = str(root / "serving")
+    argv = ["export_saved_model", "--checkpoint=" + model_dir,
+            "--albert_config_file=" + model_dir + "/albert_config.json",
+            "--spm_model_file=" + model_dir + "/spm.model",
+            "--export_dir=" + export_dir,
+            "--max_seq_length=%d" % EXPORT_SEQ_LENGTH,
+            "--top_k=%d" % EXPORT_TOP_K]
+    flags.FLAGS(argv, known_only=True)
+    try:
+        export_saved_model.main([])
+    finally:
+        flags.FLAGS.unparse_flags()
+    from export import exporter
+
+    names = exporter.model_names("albert")
+    paths = {key: export_dir + "/%s/1" % name for key, name in names.items()}
+    paths["keras"] = paths["encoder"] + "/" + exporter.KERAS_FILE_NAME
+    return types.SimpleNamespace(
+        pretrainer=pretrainer, sp_model=sp_model, model_dir=model_dir,
+        export_dir=export_dir, paths=paths, max_seq_length=EXPORT_SEQ_LENGTH,
+        top_k=EXPORT_TOP_K)
+
+
+@pytest.fixture(scope="session")
+def loaded_serving_model(exported_albert):
+    """The text-in SavedModel, loaded in this process."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+
+    return tf.saved_model.load(exported_albert.paths["serving"])

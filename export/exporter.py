@@ -1,0 +1,155 @@
+"""Writes the exported SavedModels (the library behind `export_saved_model`).
+
+`export_from_checkpoint` reads a checkpoint, its config and its SentencePiece
+model; `export_pretrainer` exports an `AlbertPretrainer` already in memory.
+Both write the layout described in `export.export_saved_model` and return the
+final folders.
+"""
+
+import os
+
+import tensorflow as tf
+from absl import logging
+
+from albert_tf import checkpoint as checkpoint_lib
+from albert_tf.config import AlbertConfig
+from albert_tf.pretrainer import AlbertPretrainer
+from data_prep import vocab
+from export import layout
+from export import preprocessing
+from export import saved_models
+
+ENCODER_SUFFIX = "_encoder"
+PREPROCESSOR_SUFFIX = "_preprocessor"
+KERAS_FILE_NAME = "encoder.keras"
+CONFIG_ASSET = "albert_config.json"
+SPM_ASSET = "spm.model"
+
+
+def model_names(model_name):
+    """The three model folder names of one export, text-in model first."""
+    return {
+        "serving": model_name,
+        "encoder": model_name + ENCODER_SUFFIX,
+        "preprocessor": model_name + PREPROCESSOR_SUFFIX,
+    }
+
+
+def _read_bytes(path):
+    with tf.io.gfile.GFile(path, "rb") as f:
+        return f.read()
+
+
+def _write_assets(folder, config, spm_model_proto):
+    """Writes the asset files under fixed names; returns name -> path."""
+    tf.io.gfile.makedirs(folder)
+    config_path = os.path.join(folder, CONFIG_ASSET)
+    config.to_json_file(config_path)
+    spm_path = os.path.join(folder, SPM_ASSET)
+    with tf.io.gfile.GFile(spm_path, "wb") as f:
+        f.write(spm_model_proto)
+    return {"albert_config_file": config_path, "spm_model_file": spm_path}
+
+
+def _save(root, signatures, path):
+    tf.saved_model.save(root, path, signatures=signatures)
+
+
+def export_pretrainer(pretrainer, spm_model_proto, export_dir,
+                      model_name="albert", version=None, max_seq_length=128,
+                      do_lower_case=True, top_k=5, save_keras=True):
+    """Exports an `AlbertPretrainer` (see `export.export_saved_model`).
+
+    Args:
+        pretrainer: the `albert_tf.AlbertPretrainer` with its weights.
+        spm_model_proto: the serialized SentencePiece model (`bytes`).
+        export_dir: TF Serving base folder.
+        model_name: name of the text-in model.
+        version: version number, or None for the next free one.
+        max_seq_length: T of the text-in signatures.
+        do_lower_case: whether preprocessing lowercases.
+        top_k: predictions per mask of `fill_mask`.
+        save_keras: also save the encoder as `encoder.keras`.
+
+    Returns:
+        A dict with keys `serving`, `encoder`, `preprocessor` (the version
+        folders) and, with `save_keras`, `keras` (the `.keras` file).
+
+    Raises:
+        ValueError: bad lengths, or a vocabulary larger than the model's.
+        data_prep.vocab.SpecialPiecesError: the SentencePiece model lacks the
+            ALBERT special pieces.
+        export.layout.VersionExistsError: the version already exists.
+    """
+    config = pretrainer.config
+    sp_model = vocab.check_special_pieces(spm_model_proto)
+    if sp_model.get_piece_size() > config.vocab_size:
+        raise ValueError(
+            "The SentencePiece model has more pieces than the model's "
+            "vocabulary. Received: %d pieces, vocab_size=%d"
+            % (sp_model.get_piece_size(), config.vocab_size))
+    if max_seq_length > config.max_position_embeddings:
+        raise ValueError(
+            "max_seq_length exceeds the model's max_position_embeddings. "
+            "Received: max_seq_length=%d, max_position_embeddings=%d"
+            % (max_seq_length, config.max_position_embeddings))
+    if top_k < 1:
+        raise ValueError("top_k must be positive. Received: top_k=%r" % top_k)
+
+    names = model_names(model_name)
+    staged = layout.StagedExport(export_dir, names.values(), version)
+    try:
+        assets = _write_assets(os.path.join(staged.staging_dir, "_assets"),
+                               config, spm_model_proto)
+        preprocessor = preprocessing.TextPreprocessor(
+            spm_model_proto, max_seq_length, do_lower_case)
+        _save(*saved_models.build_serving_model(
+            pretrainer, preprocessor, top_k, assets),
+              staged.path(names["serving"]))
+        encoder_path = staged.path(names["encoder"])
+        _save(*saved_models.build_encoder_model(pretrainer.encoder, assets),
+              encoder_path)
+        if save_keras:
+            pretrainer.encoder.save(os.path.join(encoder_path, KERAS_FILE_NAME))
+        _save(*saved_models.build_preprocessor_model(preprocessor, assets),
+              staged.path(names["preprocessor"]))
+        final = staged.commit()
+    except BaseException:
+        staged.abort()
+        raise
+    paths = {key: final[name] for key, name in names.items()}
+    if save_keras:
+        paths["keras"] = os.path.join(paths["encoder"], KERAS_FILE_NAME)
+    logging.info("Exported version %d of %s", staged.version,
+                 ", ".join(names.values()))
+    return paths
+
+
+def export_from_checkpoint(checkpoint, albert_config_file, spm_model_file,
+                           export_dir, **kwargs):
+    """Restores a checkpoint and exports it (see `export_pretrainer`).
+
+    Args:
+        checkpoint: a checkpoint prefix or a directory (see
+            `albert_tf.checkpoint.restore_model`).
+        albert_config_file: the model's `albert_config.json`.
+        spm_model_file: its SentencePiece model.
+        export_dir: TF Serving base folder.
+        **kwargs: the other arguments of `export_pretrainer`.
+
+    Returns:
+        What `export_pretrainer` returns.
+
+    Raises:
+        FileNotFoundError: a missing config, SentencePiece model or checkpoint.
+        ValueError: see `export_pretrainer`.
+    """
+    config = AlbertConfig.from_json_file(albert_config_file)
+    if not tf.io.gfile.exists(spm_model_file):
+        raise FileNotFoundError(
+            "No SentencePiece model at %r" % (spm_model_file,))
+    spm_model_proto = _read_bytes(spm_model_file)
+    pretrainer = AlbertPretrainer(config)
+    prefix = checkpoint_lib.restore_model(pretrainer, checkpoint)
+    logging.info("Restored %s", prefix)
+    return export_pretrainer(pretrainer, spm_model_proto, export_dir, **kwargs)

@@ -1,0 +1,128 @@
+"""Which op types an exported SavedModel runs, and who registers them.
+
+The official model server links TensorFlow's ops and tensorflow-text's (and
+no others), so every op type in an exported graph must be registered by one
+of the two. `unregistered_ops` is what the export tests assert empty;
+`python -m export.graph_ops DIR...` prints the report.
+"""
+
+import functools
+import json
+import subprocess
+import sys
+
+from tensorflow.core.protobuf import saved_model_pb2
+
+
+def _read_saved_model(path):
+    import tensorflow as tf
+
+    with tf.io.gfile.GFile(path.rstrip("/") + "/saved_model.pb", "rb") as f:
+        saved_model = saved_model_pb2.SavedModel()
+        saved_model.ParseFromString(f.read())
+    return saved_model
+
+
+def op_types(path):
+    """Op types of every graph and function of a SavedModel.
+
+    Calls of the SavedModel's own functions (a node whose op names a function
+    of the library) are not op types and are left out.
+
+    Args:
+        path: the SavedModel folder.
+
+    Returns:
+        A sorted list of op type names.
+    """
+    types = set()
+    for meta_graph in _read_saved_model(path).meta_graphs:
+        graph = meta_graph.graph_def
+        functions = {f.signature.name for f in graph.library.function}
+        types.update(node.op for node in graph.node)
+        for function in graph.library.function:
+            types.update(node.op for node in function.node_def)
+        types -= functions
+    return sorted(types)
+
+
+# Run in a fresh interpreter (`-I`: no PYTHONPATH, no user site), so that
+# only TensorFlow and then tensorflow-text have registered ops: nothing this
+# process imported can hide a missing op.
+_LIST_OPS = """
+import json
+from tensorflow.core.framework import op_def_pb2
+from tensorflow.python.client import pywrap_tf_session as c_api
+
+def names():
+    buf = c_api.TF_GetAllOpList()
+    try:
+        ops = op_def_pb2.OpList.FromString(c_api.TF_GetBuffer(buf))
+    finally:
+        c_api.TF_DeleteBuffer(buf)
+    return sorted(op.name for op in ops.op)
+
+base = names()
+import tensorflow_text
+print(json.dumps({"tensorflow": base, "with_text": names()}))
+"""
+
+
+def registered_ops():
+    """Op types registered by tensorflow, then by tensorflow-text.
+
+    Listed by a fresh interpreter that imports only those two packages (once
+    per process).
+
+    Returns:
+        A dict op type -> "tensorflow" or "tensorflow_text".
+
+    Raises:
+        RuntimeError: the interpreter failed (its stderr is in the message).
+    """
+    return dict(_registered_ops())
+
+
+@functools.lru_cache(maxsize=None)
+def _registered_ops():
+    result = subprocess.run([sys.executable, "-I", "-c", _LIST_OPS],
+                            capture_output=True, text=True, check=False)
+    if result.returncode:
+        raise RuntimeError("Listing registered ops failed: %s"
+                           % result.stderr[-2000:])
+    lists = json.loads(result.stdout.strip().splitlines()[-1])
+    owners = {name: "tensorflow_text" for name in lists["with_text"]}
+    owners.update({name: "tensorflow" for name in lists["tensorflow"]})
+    return owners
+
+
+def unregistered_ops(path, owners=None):
+    """Op types of a SavedModel that neither TensorFlow nor tensorflow-text has.
+
+    Args:
+        path: the SavedModel folder.
+        owners: the result of `registered_ops` (computed when None).
+
+    Returns:
+        A sorted list (empty when the model server can run the SavedModel).
+    """
+    owners = registered_ops() if owners is None else owners
+    return [op for op in op_types(path) if op not in owners]
+
+
+def main(paths):
+    owners = registered_ops()
+    missing = False
+    for path in paths:
+        ops = op_types(path)
+        text_ops = [op for op in ops if owners.get(op) == "tensorflow_text"]
+        unknown = [op for op in ops if op not in owners]
+        missing = missing or bool(unknown)
+        print("%s: %d op types; tensorflow-text: %s; unregistered: %s"
+              % (path, len(ops), ", ".join(text_ops) or "none",
+                 ", ".join(unknown) or "none"))
+    return 1 if missing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,223 @@
+"""In-graph text preprocessing for the exported models, and its Python twin.
+
+Text becomes encoder inputs in three steps, the same in every exported model:
+
+1. `data_prep.text` preprocessing and SentencePiece (the graph face, with
+   tensorflow-text ops; invalid UTF-8 becomes U+FFFD first);
+2. trimming to the sequence length, round robin between the two segments
+   (the longer segment loses tokens first; on a tie the first keeps one more,
+   as the official `truncate_seq_pair`);
+3. packing `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]` with segment ids 0
+   through the first `[SEP]` and 1 after, zero padded to the sequence length.
+
+A second segment that holds no token (an empty or blank string) is left out
+with its `[SEP]`: such a row packs exactly like a single segment. So one
+signature serves single texts and pairs, and a batch may mix them.
+
+`[MASK]` typed in the text (for the fill-mask signature) is split off before
+step 1 and becomes the `[MASK]` id: SentencePiece never emits control ids from
+text, and lowercasing would turn the marker into "[mask]".
+
+`pack_ids` and `tokenize_with_masks_py` are the pure-Python twins of the graph
+code; tests compare the two.
+
+Shape legend: B batch, T sequence length, S segments.
+"""
+
+import math
+
+import tensorflow as tf
+
+from data_prep import text as text_lib
+
+PAD_ID = 0
+UNK_ID = 1
+CLS_ID = 2
+SEP_ID = 3
+MASK_ID = 4
+MASK_TOKEN = "[MASK]"
+# The shortest sequence that holds `[CLS] x [SEP] y [SEP]` trimmed to nothing.
+MIN_SEQ_LENGTH = 3
+
+
+def _trimmed_lengths(first_lengths, second_lengths, seq_length):
+    """Lengths kept of each segment (works on Python ints and on tensors).
+
+    Returns:
+        `(first, second)` lengths after round-robin trimming to
+        `seq_length - 2` (one segment) or `seq_length - 3` (two).
+    """
+    if isinstance(first_lengths, int):
+        has_second = 1 if second_lengths > 0 else 0
+        budget = seq_length - 2 - has_second
+        first = min(first_lengths,
+                    max(budget - second_lengths, math.ceil(budget / 2)))
+        return first, min(second_lengths, budget - first)
+    has_second = tf.cast(second_lengths > 0, first_lengths.dtype)
+    budget = tf.cast(seq_length, first_lengths.dtype) - 2 - has_second
+    half_up = (budget + 1) // 2
+    first = tf.minimum(first_lengths,
+                       tf.maximum(budget - second_lengths, half_up))
+    return first, tf.minimum(second_lengths, budget - first)
+
+
+def pack_ids(first, second=None, seq_length=128):
+    """Packs one example's token ids (the Python twin of the graph packing).
+
+    Args:
+        first: list of int ids of the first segment.
+        second: optional list of int ids of the second segment; empty or None
+            means a single segment.
+        seq_length: T, the padded length (at least 3).
+
+    Returns:
+        A dict of int lists of length T: `input_word_ids`, `input_mask`,
+        `input_type_ids`.
+    """
+    second = list(second or [])
+    keep_first, keep_second = _trimmed_lengths(len(first), len(second),
+                                               seq_length)
+    ids = [CLS_ID] + list(first[:keep_first]) + [SEP_ID]
+    types = [0] * len(ids)
+    if second:
+        ids += list(second[:keep_second]) + [SEP_ID]
+        types += [1] * (keep_second + 1)
+    padding = seq_length - len(ids)
+    return {
+        "input_word_ids": ids + [PAD_ID] * padding,
+        "input_mask": [1] * len(ids) + [0] * padding,
+        "input_type_ids": types + [0] * padding,
+    }
+
+
+def tokenize_with_masks_py(sp_model, text, do_lower_case=True):
+    """Tokenizes text holding `[MASK]` markers (the Python twin).
+
+    Args:
+        sp_model: a loaded `sentencepiece.SentencePieceProcessor`.
+        text: a `str`.
+        do_lower_case: whether to lowercase.
+
+    Returns:
+        A list of int ids, with `MASK_ID` at every marker.
+    """
+    ids = []
+    for index, part in enumerate(text.split(MASK_TOKEN)):
+        if index:
+            ids.append(MASK_ID)
+        ids.extend(text_lib.tokenize_to_ids(sp_model, [part], do_lower_case)[0])
+    return ids
+
+
+def _keep_prefix(tokens, lengths):
+    """The first `lengths[b]` tokens of each row of a ragged `[B, (n)]`."""
+    positions = tf.ragged.range(tokens.row_lengths())
+    return tf.ragged.boolean_mask(
+        tokens, positions < tf.expand_dims(lengths, 1))
+
+
+def _column(value, rows):
+    """A ragged `[rows, 1]` column holding `value`."""
+    return tf.RaggedTensor.from_tensor(tf.fill([rows, 1], value))
+
+
+def pack_segments(first, second, seq_length):
+    """Trims and packs ragged token ids into encoder inputs (graph code).
+
+    Args:
+        first: int32 ragged `[B, (n)]`, the first segment.
+        second: int32 ragged `[B, (m)]` or None.
+        seq_length: T, a Python int or an int32 scalar tensor (at least 3).
+
+    Returns:
+        A dict of int32 `[B, T]` tensors `input_word_ids`, `input_mask`,
+        `input_type_ids`.
+    """
+    rows = first.nrows()
+    if second is None:
+        second = tf.RaggedTensor.from_row_lengths(
+            tf.zeros([0], tf.int32), tf.zeros([rows], tf.int64))
+    # A second segment with tokens keeps its [SEP] even if trimmed to none.
+    has_second = tf.minimum(second.row_lengths(), 1)
+    keep_first, keep_second = _trimmed_lengths(
+        first.row_lengths(), second.row_lengths(), seq_length)
+    first = _keep_prefix(first, keep_first)
+    second = _keep_prefix(second, keep_second)
+    second_sep = tf.RaggedTensor.from_row_lengths(
+        tf.fill([tf.reduce_sum(has_second)], SEP_ID), has_second)
+    cls = _column(CLS_ID, rows)
+    sep = _column(SEP_ID, rows)
+    word_ids = tf.concat([cls, first, sep, second, second_sep], axis=1)
+    type_ids = tf.concat(
+        [tf.zeros_like(cls), tf.zeros_like(first), tf.zeros_like(sep),
+         tf.ones_like(second), tf.ones_like(second_sep)], axis=1)
+    shape = tf.stack([tf.cast(rows, tf.int64), tf.cast(seq_length, tf.int64)])
+    return {
+        "input_word_ids": word_ids.to_tensor(PAD_ID, shape=shape),
+        "input_mask": tf.ones_like(word_ids).to_tensor(0, shape=shape),
+        "input_type_ids": type_ids.to_tensor(0, shape=shape),
+    }
+
+
+class TextPreprocessor(tf.Module):
+    """Strings to ALBERT encoder inputs, in the graph (tensorflow-text ops).
+
+    Tracks the SentencePiece resource, so a SavedModel holding it serves
+    without the `.model` file (the file travels as an asset beside it).
+
+    Args:
+        spm_model_proto: the serialized SentencePiece model (`bytes`).
+        max_seq_length: default T of `pack`.
+        do_lower_case: whether preprocessing lowercases (as the vocabulary).
+        name: module name.
+
+    Raises:
+        ValueError: `max_seq_length` below 3.
+    """
+
+    def __init__(self, spm_model_proto, max_seq_length=128, do_lower_case=True,
+                 name=None):
+        super().__init__(name=name)
+        if max_seq_length < MIN_SEQ_LENGTH:
+            raise ValueError(
+                "max_seq_length must be at least %d. Received: max_seq_length=%r"
+                % (MIN_SEQ_LENGTH, max_seq_length))
+        self.max_seq_length = int(max_seq_length)
+        self.do_lower_case = bool(do_lower_case)
+        self.tokenizer = text_lib.make_graph_tokenizer(spm_model_proto)
+
+    def tokenize(self, text):
+        """Tokenizes a `[B]` string tensor into int32 ragged `[B, (n)]` ids."""
+        text = tf.convert_to_tensor(text, tf.string)
+        return text_lib.tokenize_to_ids_graph(
+            self.tokenizer, text, self.do_lower_case)
+
+    def tokenize_with_masks(self, text):
+        """Like `tokenize`, with every `[MASK]` in the text as `MASK_ID`."""
+        text = tf.convert_to_tensor(text, tf.string)
+        parts = tf.strings.split(text, sep=MASK_TOKEN)  # [B, (S)]
+        pieces = self.tokenize(parts.flat_values)  # [B*S, (n)]
+        # Every part gets a trailing [MASK]; the last one of each text goes.
+        pieces = tf.concat([pieces, _column(MASK_ID, pieces.nrows())], axis=1)
+        tokens = tf.RaggedTensor.from_row_splits(
+            pieces, parts.row_splits).merge_dims(1, 2)  # [B, (n)]
+        return _keep_prefix(tokens, tf.maximum(tokens.row_lengths() - 1, 0))
+
+    def pack(self, first, second=None, seq_length=None):
+        """`pack_segments` with `max_seq_length` by default."""
+        if seq_length is None:
+            seq_length = self.max_seq_length
+        return pack_segments(first, second, seq_length)
+
+    def encode(self, text, text_b=None, seq_length=None):
+        """Strings (and optional second segments) to encoder inputs."""
+        second = None if text_b is None else self.tokenize(text_b)
+        return self.pack(self.tokenize(text), second, seq_length)
+
+    def id_to_piece(self, ids):
+        """Maps int32 ids (any shape) to SentencePiece pieces."""
+        return self.tokenizer.id_to_string(ids)
+
+    def vocab_size(self):
+        """The vocabulary size, an int32 scalar tensor."""
+        return tf.cast(self.tokenizer.vocab_size(), tf.int32)

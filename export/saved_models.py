@@ -1,0 +1,314 @@
+"""Builders of the three exported SavedModels.
+
+The end-to-end serving model (text in; what TF Serving serves):
+
+- `serving_default(text, text_b)`: `text` string `[B]`; `text_b` string `[B]`,
+  optional (default: no second segment; a row whose `text_b` is empty or
+  blank is single-segment too). Returns `pooled_output` float32 `[B, H]`,
+  `sequence_output` float32 `[B, T, H]`, `input_mask` int32 `[B, T]`.
+- `fill_mask(text)`: `text` string `[B]` holding `[MASK]` markers. Returns,
+  with M the most masks of a row in the batch and K the export's top k:
+  `mask_positions` int32 `[B, M]` (index of each mask in the packed
+  sequence), `top_k_ids` int32 `[B, M, K]`, `top_k_pieces` string `[B, M, K]`,
+  `top_k_probabilities` float32 `[B, M, K]` (softmax over the vocabulary,
+  best first). Slots past a row's own masks hold -1, -1, "" and 0; masks cut
+  off by the sequence length are not reported.
+- `sop(text, text_b)`: both string `[B]`. Returns `sop_logits` and
+  `sop_probabilities` float32 `[B, 2]`: index 0 "in order", 1 "swapped".
+
+T is the export's `max_seq_length`; tokenization and packing are those of
+`export.preprocessing`. Assets: `albert_config.json`, `spm.model`.
+
+The TF-Hub-style encoder (ids in):
+
+- `__call__(inputs, training=False)`, `serve(inputs)`, `serve_training(inputs)`:
+  `inputs` a dict of int32 `[B, T]` `input_word_ids`, `input_mask`,
+  `input_type_ids`; returns `pooled_output`, `sequence_output`,
+  `encoder_outputs` (a list, one `[B, T, H]` per executed block) and
+  `default` (= `pooled_output`). Attributes `variables`,
+  `trainable_variables`, `regularization_losses`.
+- `serving_default` signature: the same inputs as keywords; outputs
+  `pooled_output`, `sequence_output`, `default`.
+
+The TF-Hub-style preprocessor (text in, encoder inputs out):
+
+- `__call__(text)`: string `[B]` to the encoder inputs at `max_seq_length`
+  (also the `serving_default` signature, input `text`).
+- `tokenize(text)`: string `[B]` to int32 ragged `[B, (n)]`;
+  `tokenize.get_special_tokens_dict()`: int32 scalars `vocab_size`,
+  `start_of_sequence_id`, `end_of_segment_id`, `padding_id`, `mask_id`.
+- `bert_pack_inputs(segments, seq_length)`: a list of one or two int32 ragged
+  `[B, (n)]` and an int32 scalar (default `max_seq_length`) to the encoder
+  inputs of that length.
+
+Shape legend: B batch, T sequence length, H hidden, M masks, K top k.
+"""
+
+import tensorflow as tf
+
+from export import preprocessing
+
+_STRINGS = tf.TensorSpec([None], tf.string)
+_IDS = tf.TensorSpec([None, None], tf.int32)
+_ENCODER_SPEC = {name: _IDS for name in
+                 ("input_word_ids", "input_mask", "input_type_ids")}
+_RAGGED_IDS = tf.RaggedTensorSpec([None, None], tf.int32)
+
+
+def _float32(tensor):
+    return tf.cast(tensor, tf.float32)
+
+
+def _check_pair_batch(text, text_b):
+    """Fails with a clear message when `text_b` does not pair up with `text`."""
+    return tf.debugging.assert_equal(
+        tf.shape(text_b)[0], tf.shape(text)[0],
+        message="text_b must be empty (no second segment) or hold one string "
+                "per text")
+
+
+def _encoder_outputs(encoder, inputs, training=False):
+    outputs = encoder(inputs, training=training)
+    return {
+        "pooled_output": _float32(outputs["pooled_output"]),
+        "sequence_output": _float32(outputs["sequence_output"]),
+        "encoder_outputs": [_float32(x) for x in outputs["encoder_outputs"]],
+    }
+
+
+def _new_root(model_variables):
+    """A trackable root holding a Keras model's variables (not the model).
+
+    The Keras objects stay out of the object graph (as `keras.export` does);
+    the functions capture their variables, which are saved through the lists.
+    """
+    root = tf.__internal__.tracking.AutoTrackable()
+    root.variables = list(model_variables)
+    root.trainable_variables = [v for v in model_variables if v.trainable]
+    root.non_trainable_variables = [
+        v for v in model_variables if not v.trainable]
+    return root
+
+
+def _add_assets(root, assets):
+    for name, path in (assets or {}).items():
+        setattr(root, name, tf.saved_model.Asset(path))
+
+
+def build_serving_model(pretrainer, preprocessor, top_k=5, assets=None):
+    """The end-to-end text-in model (see the module docstring).
+
+    Args:
+        pretrainer: an `albert_tf.AlbertPretrainer` with trained weights.
+        preprocessor: an `export.preprocessing.TextPreprocessor`.
+        top_k: K of `fill_mask`.
+        assets: optional dict of attribute name -> file path saved as assets.
+
+    Returns:
+        `(root, signatures)` for `tf.saved_model.save`.
+    """
+    encoder = pretrainer.encoder
+    root = _new_root(pretrainer.variables)
+    root.preprocessor = preprocessor
+    _add_assets(root, assets)
+    top_k = min(int(top_k), pretrainer.config.vocab_size)
+
+    @tf.function(input_signature=[_STRINGS, _STRINGS])
+    def serve(text, text_b=tf.constant([], tf.string)):
+        # An empty `text_b` tensor means "no second segment" for every row.
+        has_pairs = tf.size(text_b) > 0
+        with tf.control_dependencies([tf.cond(
+                has_pairs, lambda: _check_pair_batch(text, text_b),
+                tf.no_op)]):
+            text_b = tf.cond(has_pairs, lambda: text_b,
+                             lambda: tf.fill(tf.shape(text), ""))
+        inputs = preprocessor.encode(text, text_b)
+        outputs = _encoder_outputs(encoder, inputs)
+        return {
+            "pooled_output": outputs["pooled_output"],
+            "sequence_output": outputs["sequence_output"],
+            "input_mask": inputs["input_mask"],
+        }
+
+    def predict_masks(text):
+        inputs = preprocessor.pack(preprocessor.tokenize_with_masks(text))
+        is_mask = tf.equal(inputs["input_word_ids"], preprocessing.MASK_ID)
+        positions = tf.RaggedTensor.from_tensor(
+            tf.broadcast_to(tf.range(tf.shape(is_mask)[1]), tf.shape(is_mask)))
+        positions = tf.ragged.boolean_mask(positions, is_mask)  # [B, (M)]
+        valid = tf.ones_like(positions).to_tensor(0) > 0  # [B, M]
+        mask_positions = positions.to_tensor(-1)
+        sequence = encoder(inputs, training=False)["sequence_output"]
+        logits = _float32(pretrainer.mlm_head(
+            sequence, tf.maximum(mask_positions, 0)))  # [B, M, V]
+        probabilities, ids = tf.math.top_k(tf.nn.softmax(logits), k=top_k)
+        valid = tf.broadcast_to(valid[:, :, None], tf.shape(ids))
+        ids = tf.where(valid, ids, -1)
+        pieces = tf.where(valid, preprocessor.id_to_piece(tf.maximum(ids, 0)),
+                          "")
+        return {
+            "mask_positions": mask_positions,
+            "top_k_ids": ids,
+            "top_k_pieces": pieces,
+            "top_k_probabilities": tf.where(valid, probabilities, 0.0),
+        }
+
+    def no_masks():
+        return {
+            "mask_positions": tf.zeros([0, 0], tf.int32),
+            "top_k_ids": tf.zeros([0, 0, top_k], tf.int32),
+            "top_k_pieces": tf.fill([0, 0, top_k], ""),
+            "top_k_probabilities": tf.zeros([0, 0, top_k], tf.float32),
+        }
+
+    @tf.function(input_signature=[_STRINGS])
+    def fill_mask(text):
+        # The MLM head's gather rejects a batch of zero: answer it here.
+        return tf.cond(tf.size(text) > 0, lambda: predict_masks(text),
+                       no_masks)
+
+    @tf.function(input_signature=[_STRINGS, _STRINGS])
+    def sop(text, text_b):
+        with tf.control_dependencies([_check_pair_batch(text, text_b)]):
+            inputs = preprocessor.encode(text, text_b)
+        pooled = encoder(inputs, training=False)["pooled_output"]
+        logits = _float32(pretrainer.sop_head(pooled))
+        return {"sop_logits": logits,
+                "sop_probabilities": tf.nn.softmax(logits)}
+
+    root.serve = serve
+    root.fill_mask = fill_mask
+    root.sop = sop
+    signatures = {"serving_default": serve, "fill_mask": fill_mask,
+                  "sop": sop}
+    return root, signatures
+
+
+def _with_default(outputs):
+    outputs = dict(outputs)
+    outputs["default"] = outputs["pooled_output"]
+    return outputs
+
+
+def build_encoder_model(encoder, assets=None):
+    """The TF-Hub-style encoder SavedModel (see the module docstring).
+
+    Args:
+        encoder: an `albert_tf.AlbertEncoder`.
+        assets: optional dict of attribute name -> file path saved as assets.
+
+    Returns:
+        `(root, signatures)` for `tf.saved_model.save`.
+    """
+
+    def call(inputs, training):
+        return _with_default(_encoder_outputs(encoder, inputs, training))
+
+    class EncoderRoot(tf.__internal__.tracking.AutoTrackable):
+
+        @tf.function
+        def __call__(self, inputs, training=False):
+            return call(inputs, training)
+
+    root = EncoderRoot()
+    root.variables = list(encoder.variables)
+    root.trainable_variables = list(encoder.trainable_variables)
+    root.non_trainable_variables = list(encoder.non_trainable_variables)
+    root.regularization_losses = []
+    _add_assets(root, assets)
+    for training in (False, True):
+        root.__call__.get_concrete_function(_ENCODER_SPEC, training)
+    root.serve = tf.function(lambda inputs: call(inputs, False),
+                             input_signature=[_ENCODER_SPEC])
+    root.serve_training = tf.function(lambda inputs: call(inputs, True),
+                                      input_signature=[_ENCODER_SPEC])
+
+    @tf.function(input_signature=[_IDS, _IDS, _IDS])
+    def serving_default(input_word_ids, input_mask, input_type_ids):
+        outputs = call({"input_word_ids": input_word_ids,
+                        "input_mask": input_mask,
+                        "input_type_ids": input_type_ids}, False)
+        return {key: outputs[key]
+                for key in ("pooled_output", "sequence_output", "default")}
+
+    return root, {"serving_default": serving_default}
+
+
+class _Tokenize(tf.Module):
+    """`preprocessor.tokenize`, with `get_special_tokens_dict`."""
+
+    def __init__(self, preprocessor):
+        super().__init__(name="tokenize")
+        self._preprocessor = preprocessor
+
+    @tf.function(input_signature=[_STRINGS])
+    def __call__(self, text):
+        return self._preprocessor.tokenize(text)
+
+    @tf.function(input_signature=[])
+    def get_special_tokens_dict(self):
+        return {
+            "vocab_size": self._preprocessor.vocab_size(),
+            "start_of_sequence_id": tf.constant(preprocessing.CLS_ID),
+            "end_of_segment_id": tf.constant(preprocessing.SEP_ID),
+            "padding_id": tf.constant(preprocessing.PAD_ID),
+            "mask_id": tf.constant(preprocessing.MASK_ID),
+        }
+
+
+class _PackInputs(tf.Module):
+    """`preprocessor.bert_pack_inputs(segments, seq_length)`."""
+
+    def __init__(self, preprocessor):
+        super().__init__(name="bert_pack_inputs")
+        self._preprocessor = preprocessor
+        for count in (1, 2):
+            self.__call__.get_concrete_function([_RAGGED_IDS] * count)
+            self.__call__.get_concrete_function(
+                [_RAGGED_IDS] * count, tf.TensorSpec([], tf.int32))
+
+    @tf.function
+    def __call__(self, segments, seq_length=None):
+        if len(segments) not in (1, 2):
+            raise ValueError("bert_pack_inputs takes one or two segments. "
+                             "Received: %d" % len(segments))
+        if seq_length is None:
+            seq_length = self._preprocessor.max_seq_length
+        check = tf.debugging.assert_greater_equal(
+            seq_length, preprocessing.MIN_SEQ_LENGTH,
+            message="seq_length must be at least %d"
+            % preprocessing.MIN_SEQ_LENGTH)
+        with tf.control_dependencies([check]):
+            seq_length = tf.identity(seq_length)
+        second = segments[1] if len(segments) == 2 else None
+        return self._preprocessor.pack(segments[0], second, seq_length)
+
+
+def build_preprocessor_model(preprocessor, assets=None):
+    """The TF-Hub-style preprocessor SavedModel (see the module docstring).
+
+    Args:
+        preprocessor: an `export.preprocessing.TextPreprocessor`.
+        assets: optional dict of attribute name -> file path saved as assets.
+
+    Returns:
+        `(root, signatures)` for `tf.saved_model.save`.
+    """
+
+    class PreprocessorRoot(tf.__internal__.tracking.AutoTrackable):
+
+        @tf.function(input_signature=[_STRINGS])
+        def __call__(self, text):
+            return preprocessor.encode(text)
+
+    root = PreprocessorRoot()
+    root.preprocessor = preprocessor
+    root.tokenize = _Tokenize(preprocessor)
+    root.bert_pack_inputs = _PackInputs(preprocessor)
+    _add_assets(root, assets)
+
+    @tf.function(input_signature=[_STRINGS])
+    def serving_default(text):
+        return preprocessor.encode(text)
+
+    return root, {"serving_default": serving_default}

@@ -1,0 +1,250 @@
+"""Exported SavedModels: fresh-process serving, numbers, bad input, layout."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from data_prep import text as text_lib
+from export import exporter
+from export import layout
+from export import preprocessing
+
+TEXTS = ["The cat sat on the mat.", "Kato rimen sa lo, pre di!",
+         "  Café   NAÏVE  Über  ", "", "ka " * 200]
+TEXTS_B = ["", "Ta ver mi an.", "el us qua", "ble ing st ro", ""]
+
+# Runs with `python -I` from an empty folder: no PYTHONPATH, no user site, no
+# script folder; only the virtual environment's packages.
+_FRESH_PROCESS = r"""
+import importlib.util, json, sys
+import numpy as np
+for package in ("albert_tf", "data_prep", "export"):
+    assert importlib.util.find_spec(package) is None, package
+import tensorflow as tf
+import tensorflow_text  # registers the ops of the SavedModel
+
+job = json.load(open(sys.argv[1]))
+model = tf.saved_model.load(job["path"])
+serve = model.signatures["serving_default"]
+out = serve(text=tf.constant(job["texts"]), text_b=tf.constant(job["texts_b"]))
+single = serve(text=tf.constant(job["texts"]), text_b=tf.constant([], tf.string))
+np.savez(job["output"], **{k: v.numpy() for k, v in out.items()},
+         single_pooled=single["pooled_output"].numpy())
+
+# Bad input: every call returns a result or raises a TensorFlow error.
+def strings(values):
+    return tf.constant(values, tf.string)
+
+cases = {
+    "empty": lambda: serve(text=strings([""]), text_b=strings([""])),
+    "long": lambda: serve(text=strings(["word " * 20000]), text_b=strings(["x" * 100000])),
+    "invalid_utf8": lambda: serve(text=strings([b"\xff\xfe\x80 abc", b"\xc3"]), text_b=strings([b"\xed\xa0\x80", b""])),
+    "zero_batch": lambda: serve(text=strings([]), text_b=strings([])),
+    "pair_mismatch": lambda: serve(text=strings(["a", "b"]), text_b=strings(["a"])),
+    "fill_mask_zero_batch": lambda: model.signatures["fill_mask"](text=strings([])),
+    "fill_mask_many_masks": lambda: model.signatures["fill_mask"](text=strings(["[MASK] " * 500, b"\xff[MASK]"])),
+    "fill_mask_no_mask": lambda: model.signatures["fill_mask"](text=strings(["no mask here", ""])),
+    "sop_empty": lambda: model.signatures["sop"](text=strings(["", ""]), text_b=strings(["", "x"])),
+    "sop_zero_batch": lambda: model.signatures["sop"](text=strings([]), text_b=strings([])),
+}
+report = {}
+for name, call in cases.items():
+    try:
+        result = call()
+        report[name] = {k: list(v.shape) for k, v in result.items()}
+    except tf.errors.OpError as e:
+        report[name] = {"error": type(e).__name__, "message": e.message[:300]}
+json.dump(report, open(job["report"], "w"))
+print("FRESH PROCESS OK")
+"""
+
+
+def _keras_outputs(pretrainer, sp_model, texts, texts_b, seq_length):
+    """The in-process Keras encoder on ids from the Python tokenization."""
+    rows = [preprocessing.pack_ids(
+        text_lib.tokenize_to_ids(sp_model, [a])[0],
+        text_lib.tokenize_to_ids(sp_model, [b])[0] if b is not None else None,
+        seq_length) for a, b in zip(texts, texts_b)]
+    inputs = {key: np.array([row[key] for row in rows], np.int32)
+              for key in rows[0]}
+    outputs = pretrainer.encoder(inputs, training=False)
+    return inputs, {k: np.asarray(outputs[k])
+                    for k in ("pooled_output", "sequence_output")}
+
+
+def test_fresh_process_serves_strings_like_keras(exported_albert, tmp_path):
+    job = {"path": exported_albert.paths["serving"], "texts": TEXTS,
+           "texts_b": TEXTS_B, "output": str(tmp_path / "out.npz"),
+           "report": str(tmp_path / "report.json")}
+    (tmp_path / "job.json").write_text(json.dumps(job))
+    (tmp_path / "run.py").write_text(_FRESH_PROCESS)
+    empty = tmp_path / "cwd"
+    empty.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    result = subprocess.run(
+        [sys.executable, "-I", str(tmp_path / "run.py"),
+         str(tmp_path / "job.json")],
+        cwd=str(empty), env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "FRESH PROCESS OK" in result.stdout
+
+    served = np.load(job["output"])
+    inputs, expected = _keras_outputs(
+        exported_albert.pretrainer, exported_albert.sp_model, TEXTS, TEXTS_B,
+        exported_albert.max_seq_length)
+    np.testing.assert_array_equal(served["input_mask"], inputs["input_mask"])
+    for key in ("pooled_output", "sequence_output"):
+        np.testing.assert_allclose(served[key], expected[key], atol=1e-5,
+                                   rtol=0, err_msg=key)
+    _, single = _keras_outputs(
+        exported_albert.pretrainer, exported_albert.sp_model, TEXTS,
+        [None] * len(TEXTS), exported_albert.max_seq_length)
+    np.testing.assert_allclose(served["single_pooled"], single["pooled_output"],
+                               atol=1e-5, rtol=0)
+
+    report = json.loads((tmp_path / "report.json").read_text())
+    t, h = exported_albert.max_seq_length, exported_albert.pretrainer.config.hidden_size
+    k = exported_albert.top_k
+    assert report["empty"]["sequence_output"] == [1, t, h]
+    assert report["long"]["input_mask"] == [1, t]
+    assert report["invalid_utf8"]["pooled_output"] == [2, h]
+    assert report["zero_batch"]["pooled_output"] == [0, h]
+    assert report["zero_batch"]["sequence_output"] == [0, t, h]
+    assert report["pair_mismatch"]["error"] == "InvalidArgumentError"
+    assert "text_b must be empty" in report["pair_mismatch"]["message"]
+    assert report["fill_mask_zero_batch"]["top_k_ids"] == [0, 0, k]
+    # All masks that fit: T - 2 of them.
+    assert report["fill_mask_many_masks"]["top_k_ids"] == [2, t - 2, k]
+    assert report["fill_mask_no_mask"]["mask_positions"] == [2, 0]
+    assert report["sop_empty"]["sop_logits"] == [2, 2]
+    assert report["sop_zero_batch"]["sop_probabilities"] == [0, 2]
+
+
+def test_fill_mask_matches_keras_pretrainer(exported_albert,
+                                            loaded_serving_model):
+    texts = ["the [MASK] sat on [MASK] mat.", "no mask", "[MASK]"]
+    out = loaded_serving_model.signatures["fill_mask"](text=tf.constant(texts))
+    sp_model, t = exported_albert.sp_model, exported_albert.max_seq_length
+    rows = [preprocessing.pack_ids(
+        preprocessing.tokenize_with_masks_py(sp_model, text), None, t)
+        for text in texts]
+    ids = np.array([r["input_word_ids"] for r in rows], np.int32)
+    expected_positions = [np.flatnonzero(r == preprocessing.MASK_ID)
+                          for r in ids]
+    assert out["mask_positions"].shape == (3, 2)
+    positions = np.full((3, 2), -1, np.int32)
+    for i, p in enumerate(expected_positions):
+        positions[i, :len(p)] = p
+    np.testing.assert_array_equal(out["mask_positions"], positions)
+
+    inputs = {key: np.array([r[key] for r in rows], np.int32) for key in rows[0]}
+    inputs["masked_lm_positions"] = np.maximum(positions, 0)
+    logits = np.asarray(exported_albert.pretrainer(inputs)["mlm_logits"])
+    probabilities = tf.nn.softmax(logits).numpy()
+    k = exported_albert.top_k
+    for i in range(3):
+        for j in range(2):
+            if positions[i, j] < 0:
+                assert list(out["top_k_ids"][i, j]) == [-1] * k
+                assert list(out["top_k_pieces"][i, j]) == [b""] * k
+                continue
+            best = np.argsort(-probabilities[i, j])[:k]
+            np.testing.assert_array_equal(out["top_k_ids"][i, j], best)
+            np.testing.assert_allclose(out["top_k_probabilities"][i, j],
+                                       probabilities[i, j, best], atol=1e-6)
+            assert [p.decode() for p in out["top_k_pieces"][i, j].numpy()] == [
+                sp_model.id_to_piece(int(x)) for x in best]
+
+
+def test_sop_matches_keras_pretrainer(exported_albert, loaded_serving_model):
+    out = loaded_serving_model.signatures["sop"](
+        text=tf.constant(TEXTS[:3]), text_b=tf.constant(TEXTS_B[:3]))
+    inputs, _ = _keras_outputs(
+        exported_albert.pretrainer, exported_albert.sp_model, TEXTS[:3],
+        TEXTS_B[:3], exported_albert.max_seq_length)
+    inputs["masked_lm_positions"] = np.zeros((3, 1), np.int32)
+    logits = np.asarray(exported_albert.pretrainer(inputs)["sop_logits"])
+    np.testing.assert_allclose(out["sop_logits"], logits, atol=1e-5)
+    np.testing.assert_allclose(out["sop_probabilities"].numpy().sum(-1), 1.0,
+                               atol=1e-6)
+
+
+def test_preprocessor_and_encoder_pair(exported_albert, loaded_serving_model):
+    import tensorflow_text  # noqa: F401
+
+    preprocessor = tf.saved_model.load(exported_albert.paths["preprocessor"])
+    encoder = tf.saved_model.load(exported_albert.paths["encoder"])
+    t = exported_albert.max_seq_length
+    specials = {k: int(v) for k, v in
+                preprocessor.tokenize.get_special_tokens_dict().items()}
+    assert specials == {
+        "vocab_size": exported_albert.sp_model.get_piece_size(),
+        "start_of_sequence_id": 2, "end_of_segment_id": 3, "padding_id": 0,
+        "mask_id": 4}
+
+    tokens_a = preprocessor.tokenize(tf.constant(TEXTS))
+    tokens_b = preprocessor.tokenize(tf.constant(TEXTS_B))
+    assert tokens_a.to_list() == text_lib.tokenize_to_ids(
+        exported_albert.sp_model, TEXTS)
+    for seq_length in (t, 7):
+        packed = preprocessor.bert_pack_inputs(
+            [tokens_a, tokens_b], seq_length=tf.constant(seq_length))
+        for i, (a, b) in enumerate(zip(tokens_a.to_list(), tokens_b.to_list())):
+            expected = preprocessing.pack_ids(a, b, seq_length)
+            for key, value in expected.items():
+                assert packed[key][i].numpy().tolist() == value, (key, i)
+    single = preprocessor.bert_pack_inputs([tokens_a])
+    np.testing.assert_array_equal(single["input_word_ids"],
+                                  preprocessor(tf.constant(TEXTS))["input_word_ids"])
+    signature = preprocessor.signatures["serving_default"](text=tf.constant(TEXTS))
+    np.testing.assert_array_equal(signature["input_mask"], single["input_mask"])
+
+    # Preprocessor + encoder == the text-in model.
+    encoded = encoder(preprocessor(tf.constant(TEXTS)))
+    assert len(encoded["encoder_outputs"]) == 2
+    np.testing.assert_array_equal(encoded["default"], encoded["pooled_output"])
+    served = loaded_serving_model.signatures["serving_default"](
+        text=tf.constant(TEXTS), text_b=tf.constant([], tf.string))
+    np.testing.assert_allclose(encoded["pooled_output"], served["pooled_output"],
+                               atol=1e-5)
+    by_signature = encoder.signatures["serving_default"](
+        **preprocessor(tf.constant(TEXTS)))
+    assert sorted(by_signature) == ["default", "pooled_output", "sequence_output"]
+    np.testing.assert_allclose(by_signature["sequence_output"],
+                               encoded["sequence_output"], atol=1e-6)
+    assert len(encoder.trainable_variables) == len(
+        exported_albert.pretrainer.encoder.trainable_variables)
+
+
+def test_layout_assets_and_never_overwrite(exported_albert):
+    serving = exported_albert.paths["serving"]
+    assets = sorted(os.listdir(os.path.join(serving, "assets")))
+    assert assets == [exporter.CONFIG_ASSET, exporter.SPM_ASSET]
+    with open(os.path.join(serving, "assets", exporter.SPM_ASSET), "rb") as f:
+        assert f.read() == exported_albert.sp_model.serialized_model_proto()
+    assert not [name for name in os.listdir(exported_albert.export_dir)
+                if name.startswith(".staging")]
+    for path in (exported_albert.paths["encoder"],
+                 exported_albert.paths["preprocessor"]):
+        assert tf.saved_model.contains_saved_model(path)
+    assert os.path.isfile(exported_albert.paths["keras"])
+    with pytest.raises(layout.VersionExistsError, match="already exists"):
+        exporter.export_from_checkpoint(
+            exported_albert.model_dir,
+            os.path.join(exported_albert.model_dir, "albert_config.json"),
+            os.path.join(exported_albert.model_dir, "spm.model"),
+            exported_albert.export_dir, version=1,
+            max_seq_length=exported_albert.max_seq_length)
+    with pytest.raises(ValueError, match="max_position_embeddings"):
+        exporter.export_pretrainer(
+            exported_albert.pretrainer,
+            exported_albert.sp_model.serialized_model_proto(),
+            exported_albert.export_dir, max_seq_length=1000)
+    assert layout.list_versions(os.path.join(exported_albert.export_dir,
+                                             "albert")) == [1]

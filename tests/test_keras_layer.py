@@ -1,0 +1,72 @@
+"""Loading the exported encoder back into Keras, and fine-tuning through it."""
+
+import keras
+import numpy as np
+import pytest
+
+from export import keras_layer
+
+_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+def _inputs(vocab_size, batch=16, length=10, seed=0):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(5, vocab_size, (batch, length)).astype(np.int32)
+    ids[:, 0] = 2
+    mask = np.ones_like(ids)
+    mask[::2, length // 2:] = 0
+    return {"input_word_ids": ids * mask, "input_mask": mask,
+            "input_type_ids": np.zeros_like(ids)}
+
+
+def test_round_trip_gives_the_same_outputs(exported_albert):
+    encoder = exported_albert.pretrainer.encoder
+    inputs = _inputs(encoder.config.vocab_size)
+    expected = encoder(inputs, training=False)
+    for path in (exported_albert.paths["encoder"], exported_albert.paths["keras"]):
+        loaded = keras_layer.load_encoder(path)
+        outputs = loaded(inputs)
+        for key in ("pooled_output", "sequence_output"):
+            np.testing.assert_allclose(np.asarray(outputs[key]),
+                                       np.asarray(expected[key]), atol=1e-5,
+                                       err_msg="%s %s" % (path, key))
+        assert len(outputs["encoder_outputs"]) == len(expected["encoder_outputs"])
+
+
+def test_fine_tuning_through_the_savedmodel_lowers_the_loss(exported_albert):
+    layer = keras_layer.load_encoder(exported_albert.paths["encoder"])
+    assert layer.trainable_weights
+    assert not any(":" in w.name for w in layer.weights)
+    inputs = {name: keras.Input((None,), dtype="int32", name=name)
+              for name in _NAMES}
+    logits = keras.layers.Dense(2, name="classifier")(
+        layer(inputs)["pooled_output"])
+    model = keras.Model(inputs, logits)
+    model.compile(optimizer=keras.optimizers.Adam(3e-3),
+                  loss=keras.losses.SparseCategoricalCrossentropy(
+                      from_logits=True))
+    x = _inputs(exported_albert.pretrainer.config.vocab_size, batch=32)
+    y = (x["input_word_ids"][:, 1] % 2).astype(np.int32)
+    word_embeddings = [w for w in layer.weights
+                       if "word_embeddings" in w.name][0]
+    before = np.array(word_embeddings.numpy())
+    loss_before = model.evaluate(x, y, verbose=0)
+    model.fit(x, y, epochs=8, batch_size=16, verbose=0)
+    loss_after = model.evaluate(x, y, verbose=0)
+    assert loss_after < loss_before
+    # The wrapped encoder itself was trained, not only the classifier.
+    assert np.abs(word_embeddings.numpy() - before).max() > 0
+
+
+def test_save_encoder_and_errors(exported_albert, tmp_path):
+    path = keras_layer.save_encoder(exported_albert.pretrainer.encoder,
+                                    tmp_path / "enc.keras")
+    loaded = keras_layer.load_encoder(path, trainable=False)
+    assert not loaded.trainable_weights
+    with pytest.raises(ValueError, match=".keras"):
+        keras_layer.save_encoder(exported_albert.pretrainer.encoder,
+                                 tmp_path / "enc.h5")
+    with pytest.raises(FileNotFoundError, match="No SavedModel"):
+        keras_layer.load_encoder(tmp_path)
+    with pytest.raises(FileNotFoundError, match="No Keras file"):
+        keras_layer.load_encoder(tmp_path / "missing.keras")

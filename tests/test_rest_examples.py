@@ -1,0 +1,63 @@
+"""The README's REST payloads, pushed through the exported signatures."""
+
+import json
+import os
+
+import pytest
+
+from export import rest_examples
+
+
+@pytest.mark.parametrize("index", range(len(rest_examples.EXAMPLES)))
+def test_documented_payload_returns_what_is_documented(
+        index, exported_albert, loaded_serving_model):
+    example = rest_examples.EXAMPLES[index]
+    assert example.request.get("signature_name",
+                               "serving_default") == example.signature
+    # A JSON round trip: exactly what a client would send.
+    request = json.loads(json.dumps(example.request))
+    response = rest_examples.predict(exported_albert.paths["serving"], request,
+                                     loaded=loaded_serving_model)
+    json.dumps(response)  # the response is plain JSON
+    dims = {"T": exported_albert.max_seq_length,
+            "H": exported_albert.pretrainer.config.hidden_size,
+            "K": exported_albert.top_k}
+    rest_examples.check_response(response, example.expect, dims)
+
+
+def test_left_out_text_b_is_the_signature_default(exported_albert,
+                                                   loaded_serving_model):
+    path = exported_albert.paths["serving"]
+    defaults = rest_examples.signature_defaults(path, "serving_default")
+    assert list(defaults) == ["text_b"] and defaults["text_b"].shape == (0,)
+    without = rest_examples.predict(
+        path, {"instances": [{"text": "ka to"}]}, loaded=loaded_serving_model)
+    with_empty = rest_examples.predict(
+        path, {"instances": [{"text": "ka to", "text_b": ""}]},
+        loaded=loaded_serving_model)
+    assert without == with_empty
+    with pytest.raises(rest_examples.RestError, match="invalid name"):
+        rest_examples.predict(path, {"inputs": {"txt": ["a"]}},
+                              loaded=loaded_serving_model)
+    with pytest.raises(rest_examples.RestError, match="Missing input"):
+        rest_examples.predict(
+            path, {"signature_name": "sop", "inputs": {"text": ["a"]}},
+            loaded=loaded_serving_model)
+
+
+def test_readme_section_is_rendered_from_the_examples():
+    text = rest_examples.render_markdown()
+    assert "docker run" in text and "tensorflow/serving" in text
+    assert "MODEL_NAME=albert" in text and "target=/models/albert" in text
+    for example in rest_examples.EXAMPLES:
+        assert json.dumps(example.request, ensure_ascii=False) in text
+    # When the README carries the section, it carries these exact payloads.
+    readme = os.path.join(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))), "README.md")
+    if os.path.exists(readme):
+        with open(readme, encoding="utf-8") as f:
+            content = f.read()
+        if "v1/models/albert:predict" in content:
+            for example in rest_examples.EXAMPLES:
+                assert json.dumps(example.request,
+                                  ensure_ascii=False) in content, example.title
