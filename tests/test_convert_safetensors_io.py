@@ -11,6 +11,7 @@ def test_round_trip_and_layout(tmp_path):
     rng = np.random.default_rng(0)
     tensors = {
         "b.weight": rng.normal(size=(3, 5)).astype(np.float32),
+        "transposed": np.arange(6, dtype=np.int32).reshape(2, 3).T,
         "a.bias": rng.normal(size=(3,)).astype(np.float16),
         "ids": np.arange(7, dtype=np.int64),
         "flag": np.array([True, False]),
@@ -33,6 +34,7 @@ def test_round_trip_and_layout(tmp_path):
     assert sorted(loaded) == sorted(tensors)
     for name, value in tensors.items():
         assert loaded[name].dtype == value.dtype
+        assert loaded[name].shape == value.shape
         np.testing.assert_array_equal(loaded[name], value)
     f = safetensors_io.SafetensorsFile(path)
     assert f.metadata == {"format": "pt"} and f.shapes()["ids"] == (7,)

@@ -25,19 +25,28 @@ MLM_HEAD_PREFIX = "cls/predictions/"
 SOP_HEAD_PREFIX = "cls/seq_relationship/"
 HEAD_PREFIXES = (MLM_HEAD_PREFIX, SOP_HEAD_PREFIX)
 
-# Official sub-block names -> this project's layer names inside a block.
+# A block's tensors: (official name, this project's layer name, input width,
+# output width); a LayerNorm has no input width. Widths: "H" hidden, "I"
+# intermediate.
 _ATTENTION = (
-    ("attention_1/self/query/{}", "query/{}", ("kernel", "bias")),
-    ("attention_1/self/key/{}", "key/{}", ("kernel", "bias")),
-    ("attention_1/self/value/{}", "value/{}", ("kernel", "bias")),
-    ("attention_1/output/dense/{}", "output_dense/{}", ("kernel", "bias")),
-    ("LayerNorm/{}", "LayerNorm/{}", ("beta", "gamma")),
+    ("attention_1/self/query", "query", "H", "H"),
+    ("attention_1/self/key", "key", "H", "H"),
+    ("attention_1/self/value", "value", "H", "H"),
+    ("attention_1/output/dense", "output_dense", "H", "H"),
+    ("LayerNorm", "LayerNorm", None, "H"),
 )
 _FFN = (
-    ("ffn_1/intermediate/dense/{}", "intermediate/{}", ("kernel", "bias")),
-    ("ffn_1/intermediate/output/dense/{}", "output_dense/{}", ("kernel", "bias")),
-    ("LayerNorm_1/{}", "LayerNorm_1/{}", ("beta", "gamma")),
+    ("ffn_1/intermediate/dense", "intermediate", "H", "I"),
+    ("ffn_1/intermediate/output/dense", "output_dense", "I", "H"),
+    ("LayerNorm_1", "LayerNorm_1", None, "H"),
 )
+
+
+def _leaves(in_width, out_width):
+    """`(leaf, shape)` of a dense layer (kernel, bias) or a LayerNorm."""
+    if in_width is None:
+        return (("beta", (out_width,)), ("gamma", (out_width,)))
+    return (("kernel", (in_width, out_width)), ("bias", (out_width,)))
 
 
 class UnsupportedConfigError(ValueError):
@@ -84,7 +93,6 @@ def official_variables(config):
     """
     check_official(config)
     V, E, H = config.vocab_size, config.embedding_size, config.hidden_size
-    I = config.intermediate_size
     out = [
         ("bert/embeddings/word_embeddings", (V, E), "embeddings/word_embeddings"),
         ("bert/embeddings/token_type_embeddings", (config.type_vocab_size, E),
@@ -101,26 +109,17 @@ def official_variables(config):
             ("bert/encoder/embedding_hidden_mapping_in/bias", (H,),
              "embeddings/embedding_hidden_mapping_in/bias"),
         ]
-    shapes = {
-        "attention": {"kernel": (H, H), "bias": (H,), "beta": (H,), "gamma": (H,)},
-        "ffn_1/intermediate/dense": {"kernel": (H, I), "bias": (I,)},
-        "ffn_1/intermediate/output": {"kernel": (I, H), "bias": (H,)},
-        "LayerNorm_1": {"beta": (H,), "gamma": (H,)},
-    }
+    widths = {"H": H, "I": config.intermediate_size}
     for g in range(config.num_hidden_groups):
         for i in range(config.inner_group_num):
             prefix = block_prefix(g, i)
-            ours = f"group_{g}_inner_group_{i}"
-            for official, path, leaves in _ATTENTION:
-                for leaf in leaves:
-                    out.append((prefix + official.format(leaf),
-                                shapes["attention"][leaf],
-                                f"{ours}_attention/" + path.format(leaf)))
-            for official, path, leaves in _FFN:
-                key = next(k for k in shapes if official.startswith(k))
-                for leaf in leaves:
-                    out.append((prefix + official.format(leaf), shapes[key][leaf],
-                                f"{ours}_ffn/" + path.format(leaf)))
+            for table, suffix in ((_ATTENTION, "attention"), (_FFN, "ffn")):
+                layer_prefix = f"group_{g}_inner_group_{i}_{suffix}/"
+                for official, ours, in_width, out_width in table:
+                    for leaf, shape in _leaves(widths.get(in_width),
+                                               widths[out_width]):
+                        out.append((f"{prefix}{official}/{leaf}", shape,
+                                    f"{layer_prefix}{ours}/{leaf}"))
     out += [
         ("bert/pooler/dense/kernel", (H, H), "pooler_dense/kernel"),
         ("bert/pooler/dense/bias", (H,), "pooler_dense/bias"),

@@ -131,7 +131,10 @@ def save_file(tensors, path, metadata=None):
                                    f"Received: {metadata!r}")
         header["__metadata__"] = dict(metadata)
     for name in sorted(tensors):
-        value = np.ascontiguousarray(tensors[name])
+        value = np.asarray(tensors[name])
+        if not value.flags.c_contiguous:
+            # (Not np.ascontiguousarray: it turns a 0-d array into 1-d.)
+            value = value.copy(order="C")
         dtype = value.dtype.newbyteorder("<") if value.dtype.itemsize > 1 else (
             value.dtype)
         if dtype not in _NAMES:
