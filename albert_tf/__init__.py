@@ -13,10 +13,13 @@ from albert_tf.pretrainer import AlbertPretrainer  # noqa: E402
 from albert_tf.pretrained import load_pretrained  # noqa: E402
 from albert_tf.transformer import (  # noqa: E402
     FeedForwardSubBlock, SelfAttentionSubBlock, TransformerBlock)
+from albert_tf.tasks.models import (  # noqa: E402
+    AlbertClassifier, AlbertMultipleChoice, AlbertSpanExtractor)
 
 __all__ = [
     "AlbertConfig", "AlbertEmbedding", "AlbertEncoder", "AlbertPretrainer",
     "FeedForwardSubBlock", "MaskedLMHead", "PRESETS", "SHARE_MODES",
     "SelfAttentionSubBlock", "SentenceOrderHead", "TransformerBlock",
     "load_pretrained",
+    "AlbertClassifier", "AlbertMultipleChoice", "AlbertSpanExtractor",
 ]
