@@ -175,3 +175,16 @@ def test_refuses_what_the_official_format_cannot_express(tmp_path, random_pretra
     with pytest.raises(names.UnsupportedConfigError, match="1e-12"):
         convert_checkpoint(str(tmp_path / "eps"), str(tmp_path / "out"),
                            target="tf1")
+
+
+def test_half_precision_release_is_read_as_float32(tmp_path, random_pretrainer):
+    model = random_pretrainer()
+    tensors = core.model_to_official(model)
+    half = {k: tf.constant(v, tf.bfloat16).numpy() for k, v in tensors.items()}
+    _write_release(str(tmp_path / "r"), model.config, half, slots=False)
+    weights = tf1.read(str(tmp_path / "r"))
+    key = "bert/pooler/dense/kernel"
+    assert weights.tensors[key].dtype == np.float32
+    np.testing.assert_array_equal(weights.tensors[key],
+                                  half[key].astype(np.float32))
+    assert f"{key}: cast from bfloat16 to float32" in weights.report.notes

@@ -103,7 +103,9 @@ def to_float32(name, value, report):
     value = np.asarray(value)
     if value.dtype == np.float32:
         return value
-    if not np.issubdtype(value.dtype, np.floating):
+    # bfloat16 (from ml_dtypes) is not a NumPy floating subtype.
+    if not (np.issubdtype(value.dtype, np.floating) or
+            value.dtype.name == "bfloat16"):
         raise ConversionError(
             f"Tensor {name!r} has dtype {value.dtype}; ALBERT weights are "
             "floating point.")
