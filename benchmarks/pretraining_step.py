@@ -1,0 +1,207 @@
+"""Whole pretraining step throughput: this project vs keras-hub, plus matmul peak.
+
+ALBERT-base, sequence 128, batch 8, 20 masked positions per sequence. A step
+is forward, MLM + SOP losses, backward and the optimizer update, compiled
+with XLA. Rows:
+
+- albert_tf float32 / bfloat16: `train_lib.PretrainingRunner`'s compiled loop
+  (the driver's own code path), official LAMB, `--iterations_per_loop` steps
+  per call.
+- keras-hub float32: `AlbertBackbone` + its `MaskedLMHead` (tied to the token
+  embedding) + a dense SOP head on the pooled output, Adam.
+- tf.matmul float32 / bfloat16: a large square matmul, the machine's reachable
+  FLOP rate, measured in the same run.
+
+Model FLOPs per step are counted analytically (matmuls only, 3x the forward
+for forward + backward). Medians over `--repeats` timing windows.
+
+    python -m benchmarks.pretraining_step [--repeats=5 --steps=3]
+"""
+
+import os
+import statistics
+import time
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+from absl import app, flags  # noqa: E402
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+_REPEATS = flags.DEFINE_integer("repeats", 5, "Timing windows per row.")
+_STEPS = flags.DEFINE_integer("steps", 3, "Steps per timing window.")
+_BATCH = flags.DEFINE_integer("batch", 8, "Sequences per step.")
+_SEQ = flags.DEFINE_integer("seq", 128, "Sequence length.")
+_PREDICTIONS = flags.DEFINE_integer("predictions", 20, "Masked positions per sequence.")
+_MATMUL = flags.DEFINE_integer("matmul_size", 2048, "Side of the square matmul.")
+_ROWS = flags.DEFINE_list(
+    "rows", ["albert_tf_float32", "albert_tf_bfloat16", "keras_hub_float32"],
+    "Which model rows to run.")
+
+
+def step_flops(config, batch, seq, predictions):
+    """Matmul FLOPs of one training step (3x forward)."""
+    h, i, e, v = (config.hidden_size, config.intermediate_size,
+                  config.embedding_size, config.vocab_size)
+    tokens = batch * seq
+    per_token_layer = 4 * h * h + 2 * h * i + 2 * seq * h  # MACs
+    forward_macs = (tokens * (e * h + config.num_hidden_layers * per_token_layer)
+                    + batch * predictions * (h * e + e * v) + batch * (h * h + 2 * h))
+    return 3 * 2 * forward_macs
+
+
+def synthetic_batch(config, batch, seq, predictions, seed=0):
+    rng = np.random.default_rng(seed)
+    positions = np.sort(np.stack([rng.choice(seq, predictions, replace=False)
+                                  for _ in range(batch)]), axis=1)
+    ids = rng.integers(5, config.vocab_size, (batch, seq))
+    return {
+        "input_word_ids": tf.constant(ids, tf.int32),
+        "input_mask": tf.ones((batch, seq), tf.int32),
+        "input_type_ids": tf.zeros((batch, seq), tf.int32),
+        "masked_lm_positions": tf.constant(positions, tf.int32),
+        "masked_lm_ids": tf.constant(np.take_along_axis(ids, positions, 1), tf.int32),
+        "masked_lm_weights": tf.ones((batch, predictions), tf.float32),
+        "next_sentence_labels": tf.constant(rng.integers(0, 2, batch), tf.int32),
+    }
+
+
+def _time(run, repeats):
+    run()  # compile and warm up
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def albert_tf_row(config, features, dtype, steps, repeats):
+    from albert_tf import train_lib
+
+    options = train_lib.PretrainingOptions(
+        input_file="unused", output_dir="unused", config=config,
+        train_batch_size=features["input_word_ids"].shape[0],
+        max_seq_length=features["input_word_ids"].shape[1],
+        max_predictions_per_seq=features["masked_lm_positions"].shape[1],
+        num_train_steps=10**6, num_warmup_steps=10, dtype=dtype,
+        jit_compile=True)
+    runner = train_lib.PretrainingRunner(options)
+    runner._build_functions()
+    dataset = tf.data.Dataset.from_tensors(features).repeat()
+    iterator = iter(runner.strategy.experimental_distribute_dataset(dataset))
+    num = tf.constant(steps, tf.int32)
+    seconds = _time(lambda: runner._train_loop(iterator, num).numpy(), repeats)
+    return seconds / steps
+
+
+def keras_hub_row(config, features, steps, repeats):
+    import keras_hub
+    from keras_hub.layers import MaskedLMHead
+
+    backbone = keras_hub.models.AlbertBackbone(
+        vocabulary_size=config.vocab_size, num_layers=config.num_hidden_layers,
+        num_heads=config.num_attention_heads,
+        embedding_dim=config.embedding_size, hidden_dim=config.hidden_size,
+        intermediate_dim=config.intermediate_size, dropout=0.0,
+        max_sequence_length=config.max_position_embeddings)
+    mlm_head = MaskedLMHead(vocabulary_size=config.vocab_size,
+                            token_embedding=backbone.token_embedding,
+                            intermediate_activation="gelu")
+    sop_head = keras.layers.Dense(2)
+    optimizer = keras.optimizers.Adam(1e-4)
+    inputs = {"token_ids": features["input_word_ids"],
+              "segment_ids": features["input_type_ids"],
+              "padding_mask": features["input_mask"]}
+    outputs = backbone(inputs)
+    mlm_head(outputs["sequence_output"], features["masked_lm_positions"])
+    sop_head(outputs["pooled_output"])
+    variables = (backbone.trainable_variables + mlm_head.trainable_variables
+                 + sop_head.trainable_variables)
+    optimizer.build(variables)
+    mlm_loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    @tf.function(jit_compile=True)
+    def step():
+        with tf.GradientTape() as tape:
+            out = backbone(inputs, training=True)
+            logits = mlm_head(out["sequence_output"], features["masked_lm_positions"])
+            loss = mlm_loss(features["masked_lm_ids"], logits,
+                            sample_weight=features["masked_lm_weights"])
+            loss += mlm_loss(features["next_sentence_labels"],
+                             sop_head(out["pooled_output"]))
+        optimizer.apply(tape.gradient(loss, variables), variables)
+        return loss
+
+    @tf.function
+    def loop():
+        for _ in tf.range(steps):
+            loss = step()
+        return loss
+
+    seconds = _time(lambda: loop().numpy(), repeats)
+    return seconds / steps
+
+
+def matmul_flops(size, dtype, repeats):
+    a = tf.random.normal((size, size), dtype=tf.float32)
+    a = tf.cast(a, dtype)
+    b = tf.identity(a)
+    inner = 8
+
+    @tf.function(jit_compile=True)
+    def run(a, b):
+        acc = tf.zeros((size, size), dtype)
+        for _ in range(inner):
+            acc += tf.matmul(a, b)
+        return acc
+
+    seconds = _time(lambda: run(a, b).numpy(), repeats)
+    return inner * 2 * size ** 3 / seconds
+
+
+def main(argv):
+    del argv
+    from albert_tf import AlbertConfig
+
+    config = AlbertConfig.from_preset("albert_base_v2")
+    batch, seq, predictions = _BATCH.value, _SEQ.value, _PREDICTIONS.value
+    features = synthetic_batch(config, batch, seq, predictions)
+    flops = step_flops(config, batch, seq, predictions)
+    peak = {dtype: matmul_flops(_MATMUL.value, dtype, _REPEATS.value)
+            for dtype in (tf.float32, tf.bfloat16)}
+    rows = []
+    for row in _ROWS.value:
+        if row == "albert_tf_float32":
+            seconds = albert_tf_row(config, features, "float32", _STEPS.value,
+                                    _REPEATS.value)
+            rows.append((row, seconds, peak[tf.float32]))
+        elif row == "albert_tf_bfloat16":
+            seconds = albert_tf_row(config, features, "bfloat16", _STEPS.value,
+                                    _REPEATS.value)
+            rows.append((row, seconds, peak[tf.bfloat16]))
+        elif row == "keras_hub_float32":
+            seconds = keras_hub_row(config, features, _STEPS.value, _REPEATS.value)
+            rows.append((row, seconds, peak[tf.float32]))
+        else:
+            raise app.UsageError(f"Unknown row {row!r}")
+    base = dict((r[0], r[1]) for r in rows).get("keras_hub_float32")
+    print(f"ALBERT-base pretraining step: batch {batch} x seq {seq}, "
+          f"{predictions} predictions/seq, {flops / 1e9:.1f} GFLOP/step; "
+          f"medians of {_REPEATS.value} windows x {_STEPS.value} steps; "
+          f"{os.cpu_count()} CPU cores")
+    print(f"{'row':22s} {'ms/step':>9s} {'tokens/s':>9s} {'GFLOP/s':>8s} "
+          f"{'% matmul':>9s} {'vs keras-hub':>13s}")
+    for name, seconds, reference in rows:
+        rate = flops / seconds
+        speedup = f"{base / seconds:.2f}x" if base else "-"
+        print(f"{name:22s} {seconds * 1e3:9.1f} {batch * seq / seconds:9.0f} "
+              f"{rate / 1e9:8.1f} {100 * rate / reference:8.0f}% {speedup:>13s}")
+    for dtype, rate in peak.items():
+        print(f"{'tf.matmul ' + dtype.name:22s} {'':9s} {'':9s} {rate / 1e9:8.1f} "
+              f"{'100%':>9s} {'':>13s}")
+
+
+if __name__ == "__main__":
+    app.run(main)
