@@ -3,6 +3,7 @@
 import glob
 import gzip
 import json
+import logging
 import os
 
 import numpy as np
@@ -213,12 +214,17 @@ def test_clear_errors(tmp_path, corpus_files, spm_model_path, spm_plain_model_pa
                                          spm_model_path, num_output_shards=3)
 
 
-def test_random_next_sentence_mode(tmp_path, corpus_files, spm_model_path):
+def test_random_next_sentence_mode_and_progress_log(tmp_path, corpus_files,
+                                                    spm_model_path, caplog):
+    caplog.set_level(logging.INFO)
     stats = pipeline.create_pretraining_data(
         corpus_files, str(tmp_path / "r.tfrecord"), spm_model_path,
         options=instances.InstanceOptions(max_seq_length=64,
                                           random_next_sentence=True),
-        dupe_factor=1)
+        dupe_factor=1, chunk_bytes=100_000, progress_interval_s=0)
+    progress = [r.getMessage() for r in caplog.records
+                if r.getMessage().startswith("Progress:")]
+    assert len(progress) >= 3 and "instances/s" in progress[-1]
     assert stats["random_next_instances"] > 0
     # Official NSP-style mode: half of the multi-sentence chunks and every
     # lone sentence take B from another document, so label 1 is over half.
