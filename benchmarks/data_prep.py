@@ -10,8 +10,11 @@ about 470 instances/s and 670 MB on one core) and prints a table of medians:
 
 - instances/s: instances over the builder's own elapsed time (reading,
   tokenizing, masking, encoding, writing; worker start-up included; Python
-  and model loading excluded), and over the whole process wall time;
+  start-up excluded);
 - per core: instances/s divided by the cores the run can use;
+- instances per CPU s: instances over the CPU time (user + system) of the
+  whole process tree, Python start-up included: the per-core throughput,
+  unaffected by other load on a shared machine;
 - peak memory: the largest sum of resident memory (VmRSS) over the process
   and its workers, sampled every 20 ms.
 
@@ -22,6 +25,7 @@ amortize the start-up, and peak memory does not grow with corpus size.
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -67,8 +71,19 @@ def _rss_mb(pid):
     return 0.0
 
 
+def _children_cpu_s():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_measured(command, env):
-    """Runs a command; returns (wall seconds, peak total RSS MB, peak main MB)."""
+    """Runs a command.
+
+    Returns:
+        `(wall s, CPU s, peak total RSS MB, peak main RSS MB)`; CPU time is
+        user + system of the process and all its workers.
+    """
+    cpu_before = _children_cpu_s()
     start = time.time()
     process = subprocess.Popen(command, env=env, cwd=_ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -89,7 +104,8 @@ def run_measured(command, env):
     sampler.join()
     if process.returncode:
         raise RuntimeError("Command failed: %s\n%s" % (" ".join(command), stderr))
-    return time.time() - start, peaks["total"], peaks["main"]
+    wall = time.time() - start
+    return wall, _children_cpu_s() - cpu_before, peaks["total"], peaks["main"]
 
 
 def prepare(work_dir, corpus_mb, vocab_size):
@@ -133,11 +149,11 @@ def measure(corpus, model, out_dir, workers, args, env):
         "--dupe_factor=%d" % args.dupe_factor,
         "--num_workers=%d" % workers, "--chunk_mb=%g" % args.chunk_mb,
     ]
-    wall, peak_total, peak_main = run_measured(command, env)
+    wall, cpu, peak_total, peak_main = run_measured(command, env)
     with open(output + ".stats.json") as f:
         stats = json.load(f)
     return dict(instances=stats["instances"], elapsed=stats["elapsed_s"],
-                wall=wall, peak_total=peak_total, peak_main=peak_main,
+                wall=wall, cpu=cpu, peak_total=peak_total, peak_main=peak_main,
                 read_mb=stats["read"]["bytes"] / 1e6)
 
 
@@ -169,8 +185,9 @@ def main():
           % (corpus, os.path.getsize(corpus) / 1e6, pieces, args.max_seq_length,
              args.dupe_factor, args.chunk_mb, cores, args.repeats))
     print()
-    header = ("| workers | instances | builder s | wall s | instances/s | "
-              "per core | wall instances/s | peak RSS MB (all) | peak RSS MB (main) |")
+    header = ("| workers | instances | builder s | instances/s | per core | "
+              "CPU s | instances per CPU s | peak RSS MB (all) | "
+              "peak RSS MB (main) |")
     print(header)
     print("|---:" * (header.count("|") - 1) + "|")
     for workers in [int(w) for w in args.workers.split(",") if w]:
@@ -179,25 +196,26 @@ def main():
         med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
         rate = med["instances"] / med["elapsed"]
         used_cores = min(max(1, workers), cores)
-        print("| %d | %d | %.2f | %.2f | %.0f | %.0f | %.0f | %.0f | %.0f |" % (
-            workers, med["instances"], med["elapsed"], med["wall"], rate,
-            rate / used_cores, med["instances"] / med["wall"],
-            med["peak_total"], med["peak_main"]), flush=True)
+        print("| %d | %d | %.2f | %.0f | %.0f | %.2f | %.0f | %.0f | %.0f |" % (
+            workers, med["instances"], med["elapsed"], rate, rate / used_cores,
+            med["cpu"], med["instances"] / med["cpu"], med["peak_total"],
+            med["peak_main"]), flush=True)
 
     scaling = [int(s) for s in args.scaling.split(",") if s]
     if scaling:
         print()
         print("| corpus | MB read | workers | instances | instances/s | "
-              "per core | peak RSS MB (all) |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
+              "per core | instances per CPU s | peak RSS MB (all) |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
         for times in scaling:
             for workers in [int(w) for w in args.workers.split(",") if w]:
                 run = measure(repeated_corpus(corpus, times), model, out_dir,
                               workers, args, env)
                 rate = run["instances"] / run["elapsed"]
-                print("| %dx | %.1f | %d | %d | %.0f | %.0f | %.0f |" % (
+                print("| %dx | %.1f | %d | %d | %.0f | %.0f | %.0f | %.0f |" % (
                     times, run["read_mb"], workers, run["instances"], rate,
-                    rate / min(max(1, workers), cores), run["peak_total"]),
+                    rate / min(max(1, workers), cores),
+                    run["instances"] / run["cpu"], run["peak_total"]),
                     flush=True)
 
 if __name__ == "__main__":

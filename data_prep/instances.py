@@ -213,7 +213,8 @@ def build_pairs(sentence_offsets, documents, word_starts, options, dupe_factor,
                             continue
                         cut_points = np.flatnonzero(word_starts[sa + 1:ea])
                         if cut_points.size:
-                            cut = sa + 1 + int(cut_points[randint(0, cut_points.size - 1)])
+                            pick = randint(0, cut_points.size - 1)
+                            cut = sa + 1 + int(cut_points[pick])
                         else:
                             cut = randint(sa + 1, ea - 1)
                         sa, ea, sb, eb = sa, cut, cut, ea

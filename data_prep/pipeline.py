@@ -39,7 +39,6 @@ import dataclasses
 import itertools
 import json
 import multiprocessing
-import os
 import random
 import sys
 import time
@@ -323,7 +322,8 @@ def create_pretraining_data(
         for frames, counters in results:
             for key in _COUNTER_NAMES:
                 totals[key] += counters[key]
-            ngram_counts = [a + b for a, b in zip(ngram_counts, counters["ngram_counts"])]
+            ngram_counts = [a + b for a, b in
+                            zip(ngram_counts, counters["ngram_counts"])]
             for frame in frames:
                 frame = buffer.push(frame)
                 if frame is not None:

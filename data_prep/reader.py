@@ -256,8 +256,9 @@ def iter_chunks(paths, counters, chunk_bytes,
     A chunk closes at the first document end after it holds `chunk_bytes`
     characters of text (newlines included). A document that alone reaches
     `chunk_bytes` is split there (counted in `counters.split_documents`), so
-    no chunk exceeds about twice `chunk_bytes` whatever the input. Chunk boundaries depend only on the
-    input, so the work split is the same for any number of workers.
+    no chunk exceeds about twice `chunk_bytes` whatever the input. Chunk
+    boundaries depend only on the input, so the work split is the same for
+    any number of workers.
 
     Args:
         paths: the input files.

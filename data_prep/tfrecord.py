@@ -107,7 +107,8 @@ def crc32c_batch(records):
 def _mask(crc):
     crc = crc.astype(np.uint64)
     rotated = ((crc >> np.uint64(15)) | (crc << np.uint64(17))) & np.uint64(0xFFFFFFFF)
-    return ((rotated + np.uint64(_MASK_DELTA)) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    masked = (rotated + np.uint64(_MASK_DELTA)) & np.uint64(0xFFFFFFFF)
+    return masked.astype(np.uint32)
 
 
 def frame_records(records):

@@ -25,7 +25,8 @@ def test_truncation_counts_match_official_loop():
     rng = random.Random(0)
     for _ in range(2000):
         la, lb, cap = rng.randint(1, 300), rng.randint(1, 300), rng.randint(2, 300)
-        assert instances.truncation_counts(la, lb, cap) == _official_truncation(la, lb, cap)
+        expected = _official_truncation(la, lb, cap)
+        assert instances.truncation_counts(la, lb, cap) == expected
 
 
 def test_is_start_piece_official_rule():

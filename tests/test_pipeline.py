@@ -98,7 +98,8 @@ def test_round_trip_layout_and_masks(built, spm_model, corpus_dir):
             assert "," + ",".join(map(str, segment)) + "," in corpus
         # Masked positions: recorded ids are the originals, specials never.
         assert not set(original[positions].tolist()) & special
-        assert f["masked_lm_weights"][row].tolist() == [1.0] * count + [0.0] * (PRED - count)
+        assert f["masked_lm_weights"][row].tolist() == (
+            [1.0] * count + [0.0] * (PRED - count))
         assert not f["masked_lm_positions"][row, count:].any()
         assert (f["token_boundary"][row, [0, seps[0], n - 1]] == 1).all()
 
@@ -216,7 +217,7 @@ def test_clear_errors(tmp_path, corpus_files, spm_model_path, spm_plain_model_pa
 
 def test_random_next_sentence_mode_and_progress_log(tmp_path, corpus_files,
                                                     spm_model_path, caplog):
-    caplog.set_level(logging.INFO)
+    caplog.set_level(logging.INFO, logger="absl")
     stats = pipeline.create_pretraining_data(
         corpus_files, str(tmp_path / "r.tfrecord"), spm_model_path,
         options=instances.InstanceOptions(max_seq_length=64,

@@ -86,7 +86,8 @@ def test_chunks_hold_whole_documents(tmp_path):
 
 
 def test_huge_document_is_split_so_chunks_stay_bounded(tmp_path):
-    path = _write(tmp_path / "one_doc.txt", "".join("line %d\n" % i for i in range(500)))
+    text = "".join("line %d\n" % i for i in range(500))
+    path = _write(tmp_path / "one_doc.txt", text)
     counters = reader.ReadCounters()
     chunks = list(reader.iter_chunks([path], counters, chunk_bytes=200))
     assert len(chunks) > 10

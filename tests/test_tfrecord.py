@@ -3,7 +3,6 @@
 import os
 
 import numpy as np
-import pytest
 import tensorflow as tf
 
 from data_prep import tfrecord
