@@ -9,6 +9,8 @@ from albert_tf.config import AlbertConfig, PRESETS, SHARE_MODES  # noqa: E402
 from albert_tf.embedding import AlbertEmbedding  # noqa: E402
 from albert_tf.encoder import AlbertEncoder  # noqa: E402
 from albert_tf.heads import MaskedLMHead, SentenceOrderHead  # noqa: E402
+from albert_tf.optimization import (  # noqa: E402
+    AdamW, Lamb, WarmupPolynomialDecay)
 from albert_tf.pretrainer import AlbertPretrainer  # noqa: E402
 from albert_tf.pretrained import load_pretrained  # noqa: E402
 from albert_tf.transformer import (  # noqa: E402
