@@ -61,7 +61,7 @@ EXAMPLES = (
                      {"text": "Is the cat on the mat?",
                       "text_b": "The cat sat on the mat."},
                      {"text": "A single sentence.", "text_b": ""}]},
-        returns="The same as above; the pair is packed as "
+        returns="the same as above; the pair is packed as "
                 "`[CLS] text [SEP] text_b [SEP]`.",
         expect={"predictions": [_ENCODING, _ENCODING]}),
     Example(
@@ -82,7 +82,7 @@ EXAMPLES = (
                 "Caf\u00e9 na\u00efve r\u00e9sum\u00e9".encode()).decode()}},
             {"text": {"b64": base64.b64encode(b"bad \xff\xfe bytes").decode()}},
         ]},
-        returns="The same as the first example.",
+        returns="the same as the first example.",
         expect={"predictions": [_ENCODING, _ENCODING]}),
     Example(
         title="Fill in `[MASK]`",
@@ -314,6 +314,29 @@ def render_markdown(model_name=MODEL_NAME, port=PORT):
         % (port, model_name, port, model_name),
         "",
     ]
+    lines += [
+        "Signatures of `%s` (strings in; tokenization runs in the graph):"
+        % model_name,
+        "",
+        "| signature | inputs | outputs |",
+        "|---|---|---|",
+        "| `serving_default` | `text` string [B]; `text_b` string [B], "
+        "optional | `pooled_output` float [B, H], `sequence_output` float "
+        "[B, T, H], `input_mask` int [B, T] |",
+        "| `fill_mask` | `text` string [B] with `[MASK]` markers | "
+        "`mask_positions` int [B, M], `top_k_ids` int [B, M, K], "
+        "`top_k_pieces` string [B, M, K], `top_k_probabilities` float "
+        "[B, M, K] |",
+        "| `sop` | `text`, `text_b` string [B] | `sop_logits`, "
+        "`sop_probabilities` float [B, 2] (0: in order, 1: swapped) |",
+        "",
+        "A model server older than signature defaults needs `\"text_b\": \"\"`"
+        " in every `serving_default` instance. Empty strings, text longer "
+        "than T (truncated), invalid UTF-8 (replaced by U+FFFD) and an empty "
+        "batch are answered; a `text_b` whose length differs from `text`'s "
+        "is refused with `INVALID_ARGUMENT`.",
+        "",
+    ]
     for example in EXAMPLES:
         lines += [
             "#### %s (`%s`)" % (example.title, example.signature),
@@ -325,6 +348,36 @@ def render_markdown(model_name=MODEL_NAME, port=PORT):
             "Returns %s" % example.returns,
             "",
         ]
+    lines += [
+        "#### From Python, and fine-tuning",
+        "",
+        "```python",
+        "import tensorflow as tf",
+        "import tensorflow_text  # registers the tokenizer ops; needed to load",
+        "",
+        "model = tf.saved_model.load(\"$EXPORT_DIR/%s/1\")" % model_name,
+        "model.serve(tf.constant([\"The cat sat on the mat.\"]))"
+        "  # text_b optional here too",
+        "",
+        "# TF-Hub-style pair",
+        "preprocessor = tf.saved_model.load(\"$EXPORT_DIR/%s_preprocessor/1\")"
+        % model_name,
+        "encoder = tf.saved_model.load(\"$EXPORT_DIR/%s_encoder/1\")"
+        % model_name,
+        "tokens = preprocessor.tokenize(tf.constant([\"first\"]))",
+        "inputs = preprocessor.bert_pack_inputs([tokens, tokens], "
+        "seq_length=tf.constant(64))",
+        "pooled = encoder(inputs)[\"pooled_output\"]",
+        "",
+        "# As a trainable Keras layer (SavedModel), or the Keras encoder",
+        "from export import keras_layer",
+        "layer = keras_layer.load_encoder(\"$EXPORT_DIR/%s_encoder/1\")"
+        % model_name,
+        "keras_encoder = keras_layer.load_encoder("
+        "\"$EXPORT_DIR/%s_encoder/1/encoder.keras\")" % model_name,
+        "```",
+        "",
+    ]
     return "\n".join(lines)
 
 
