@@ -80,6 +80,9 @@ class PretrainingOptions:
     jit_compile: bool = True
     dynamic_masking: bool = False
     masked_lm_prob: float = 0.15
+    # Stop (saving a checkpoint) after the loop that passes this many seconds
+    # of training in this process; 0 means no limit. A later run resumes.
+    max_train_seconds: float = 0.0
 
     def validate(self, num_replicas=1):
         """Raises `ValueError` naming the first inconsistent option."""
@@ -358,8 +361,15 @@ class PretrainingRunner:
         except ValueError:
             pass  # Not the main thread: no preemption handling.
         step, metrics, run_start = start, {}, time.time()
+        timed_out = False
         try:
             while step < options.num_train_steps and not self._preempted:
+                if options.max_train_seconds > 0 and (
+                        time.time() - run_start >= options.max_train_seconds):
+                    timed_out = True
+                    logging.info("max_train_seconds=%g reached at step %d.",
+                                 options.max_train_seconds, step)
+                    break
                 to_save = options.save_checkpoints_steps - step % options.save_checkpoints_steps
                 num = min(options.iterations_per_loop, to_save,
                           options.num_train_steps - step)
@@ -380,12 +390,16 @@ class PretrainingRunner:
                     path = self.save()
                     if evaluate_each_checkpoint and path:
                         self.evaluate_and_record(path, use_current_weights=True)
-            if self._preempted and step % options.save_checkpoints_steps:
-                self.save()
+            if ((self._preempted or (timed_out and step > start)) and
+                    step % options.save_checkpoints_steps):
+                path = self.save()
+                if timed_out and evaluate_each_checkpoint and path:
+                    self.evaluate_and_record(path, use_current_weights=True)
         finally:
             if previous_handler is not None:
                 signal.signal(signal.SIGTERM, previous_handler)
-        return {"step": step, "preempted": self._preempted, **metrics}
+        return {"step": step, "preempted": self._preempted,
+                "timed_out": timed_out, **metrics}
 
     def _log_progress(self, step, metrics, seconds_per_step, run_start, start):
         total = self.options.num_train_steps

@@ -171,6 +171,35 @@ def test_train_resume_eval_and_summaries(tmp_path):
     assert [r["checkpoint"] for r in evaluated["eval_results"]][-1] == "ckpt-6"
 
 
+def test_max_train_seconds_stops_saves_and_resumes(tmp_path, monkeypatch):
+    data = write_records(str(tmp_path / "data.tfrecord"), 40)
+    out = str(tmp_path / "out")
+    clock = [1000.0]
+    monkeypatch.setattr(train_lib.time, "time", lambda: clock[0])
+    runner = train_lib.PretrainingRunner(options(
+        data, out, num_train_steps=8, save_checkpoints_steps=4,
+        iterations_per_loop=1, max_train_seconds=10, do_eval=True))
+    loop = None
+
+    def timed_loop(iterator, num_steps):
+        clock[0] += 4.0  # Each loop "takes" 4 seconds.
+        return loop(iterator, num_steps)
+
+    runner._build_functions()
+    loop, runner._train_loop = runner._train_loop, timed_loop
+    result = runner.train(evaluate_each_checkpoint=True)
+    # Loops start at 0, 4 and 8 s; the 4th would start at 12 s > 10 s.
+    assert result["timed_out"] and result["step"] == 3
+    assert tf.train.latest_checkpoint(out).endswith("ckpt-3")
+    assert [r["checkpoint"] for r in train_lib.read_eval_results(
+        os.path.join(out, "eval_results.txt"))] == ["ckpt-3"]
+    # A later run resumes from it and finishes without a limit.
+    monkeypatch.undo()
+    report = train_lib.run_pretraining(options(
+        data, out, num_train_steps=8, save_checkpoints_steps=4))
+    assert report["train"]["step"] == 8 and not report["train"]["timed_out"]
+
+
 def test_invalid_options(tmp_path):
     with pytest.raises(ValueError, match="gradient_accumulation_steps"):
         options("x", "y", train_batch_size=6, gradient_accumulation_steps=4).validate()
