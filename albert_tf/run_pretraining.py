@@ -68,6 +68,9 @@ _MASKED_LM_PROB = flags.DEFINE_float(
     "masked_lm_prob", 0.15, "Masking rate for --dynamic_masking.")
 _SEED = flags.DEFINE_integer("seed", 12345, "Seed of initialization and data order.")
 _JIT_COMPILE = flags.DEFINE_bool("jit_compile", True, "Compile steps with XLA.")
+_MAX_TRAIN_SECONDS = flags.DEFINE_float(
+    "max_train_seconds", 0, "Stop (saving a checkpoint) once this many seconds "
+    "of training have passed in this run; 0: no limit. Rerun to continue.")
 
 
 def _config():
@@ -103,7 +106,8 @@ def main(argv):
         gradient_accumulation_steps=_GRADIENT_ACCUMULATION_STEPS.value,
         seed=_SEED.value, jit_compile=_JIT_COMPILE.value,
         dynamic_masking=_DYNAMIC_MASKING.value,
-        masked_lm_prob=_MASKED_LM_PROB.value)
+        masked_lm_prob=_MASKED_LM_PROB.value,
+        max_train_seconds=_MAX_TRAIN_SECONDS.value)
     strategy = distribute.get_strategy(
         _STRATEGY.value, tpu=_TPU.value, tpu_zone=_TPU_ZONE.value,
         gcp_project=_GCP_PROJECT.value)
