@@ -2,14 +2,39 @@
 
 The official ALBERT code calls the tanh approximation of GELU "gelu" (Hugging Face
 calls the same function "gelu_new"); `gelu_exact` is the erf form.
+
+`gelu` carries its derivative in closed form: automatic differentiation of
+the tanh formula gives about a dozen elementwise passes over the `[B, T, I]`
+activations (and a `pow` that XLA on CPU evaluates slowly), the closed form
+half as many. Values are those of the formula.
 """
 
+import math
+
 import keras
+import tensorflow as tf
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_CUBIC = 0.044715
+
+
+@tf.custom_gradient
+def _gelu_tanh(x):
+    # gelu(x) = x / 2 * (1 + tanh(u)), u = c * (x + a * x^3)
+    x_squared = tf.square(x)
+    t = tf.tanh(x * (_SQRT_2_OVER_PI + (_SQRT_2_OVER_PI * _CUBIC) * x_squared))
+
+    def grad(dy):
+        # gelu'(x) = (1 + t) / 2 + x / 2 * (1 - t^2) * c * (1 + 3 a x^2)
+        du_dx = _SQRT_2_OVER_PI + (3.0 * _SQRT_2_OVER_PI * _CUBIC) * x_squared
+        return dy * (0.5 * (1.0 + t) + (0.5 * x) * (1.0 - tf.square(t)) * du_dx)
+
+    return 0.5 * x * (1.0 + t), grad
 
 
 def gelu(x):
     """GELU, tanh approximation (the official ALBERT `gelu`)."""
-    return keras.activations.gelu(x, approximate=True)
+    return _gelu_tanh(tf.convert_to_tensor(x))
 
 
 def gelu_exact(x):

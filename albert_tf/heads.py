@@ -5,6 +5,7 @@ V vocabulary.
 """
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from albert_tf import activations
@@ -80,7 +81,12 @@ class MaskedLMHead(keras.layers.Layer):
             axis=1)  # [B, P, H]
         x = self.layer_norm(self.transform_dense(x))  # [B, P, E]
         table = ops.cast(self.decoder_table, x.dtype)  # [V, E]
-        logits = ops.einsum("bpe,ve->bpv", x, table)
+        # One [B*P, E] x [E, V] matmul: an einsum broadcasting the table over
+        # B makes the table's gradient a [B, V, E] tensor summed over B.
+        batch, predictions = ops.shape(x)[0], ops.shape(x)[1]
+        logits = tf.matmul(ops.reshape(x, (-1, self.embedding_size)), table,
+                           transpose_b=True)  # [B*P, V]
+        logits = ops.reshape(logits, (batch, predictions, self.vocab_size))
         logits = ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
         return logits
 

@@ -67,7 +67,9 @@ _DYNAMIC_MASKING = flags.DEFINE_bool(
 _MASKED_LM_PROB = flags.DEFINE_float(
     "masked_lm_prob", 0.15, "Masking rate for --dynamic_masking.")
 _SEED = flags.DEFINE_integer("seed", 12345, "Seed of initialization and data order.")
-_JIT_COMPILE = flags.DEFINE_bool("jit_compile", True, "Compile steps with XLA.")
+_JIT_COMPILE = flags.DEFINE_bool(
+    "jit_compile", None, "Compile steps with XLA; default: yes on TPUs and "
+    "GPUs, no on a CPU-only machine (TensorFlow's CPU kernels are faster).")
 _MAX_TRAIN_SECONDS = flags.DEFINE_float(
     "max_train_seconds", 0, "Stop (saving a checkpoint) once this many seconds "
     "of training have passed in this run; 0: no limit. Rerun to continue.")

@@ -11,6 +11,7 @@ D head width (H / N), I intermediate width.
 import math
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from albert_tf import activations
@@ -74,16 +75,28 @@ class SelfAttentionSubBlock(keras.layers.Layer):
             layer.build(x_shape)
         self.layer_norm.build(x_shape)
 
-    def _split_heads(self, x):
+    def _fused_qkv(self, x):
+        """Query, key and value in one matmul: `[3, B, N, T, D]`.
+
+        The three kernels stay separate variables (their names are the
+        checkpoint's); they are concatenated per call into one `[H, 3H]`
+        matmul, whose gradient is one matmul too instead of three and a sum.
+        """
+        dtype = self.compute_dtype
+        layers = (self.query, self.key, self.value)
+        kernel = ops.concatenate(
+            [ops.cast(layer.kernel, dtype) for layer in layers], axis=-1)  # [H, 3H]
+        bias = ops.concatenate(
+            [ops.cast(layer.bias, dtype) for layer in layers], axis=-1)  # [3H]
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
-        return ops.reshape(x, (batch, length, self.num_heads, self.head_size))
+        qkv = ops.matmul(ops.reshape(x, (-1, self.hidden_size)), kernel) + bias
+        qkv = ops.reshape(qkv, (batch, length, 3, self.num_heads, self.head_size))
+        return ops.transpose(qkv, (2, 0, 3, 1, 4))  # [3, B, N, T, D]
 
     def call(self, x, padding_mask=None, training=None):
-        q = self._split_heads(self.query(x))  # [B, T, N, D]
-        k = self._split_heads(self.key(x))  # [B, S, N, D]
-        v = self._split_heads(self.value(x))  # [B, S, N, D]
+        q, k, v = ops.unstack(self._fused_qkv(x), 3, axis=0)  # [B, N, T, D] each
         q = q * ops.cast(1.0 / math.sqrt(self.head_size), q.dtype)
-        scores = ops.einsum("btnd,bsnd->bnts", q, k)  # [B, N, T, S]
+        scores = tf.matmul(q, k, transpose_b=True)  # [B, N, T, S]
         # Softmax in float32: half-precision exp/sum loses too much.
         scores = ops.cast(scores, "float32")
         if padding_mask is not None:
@@ -91,9 +104,10 @@ class SelfAttentionSubBlock(keras.layers.Layer):
             scores = scores + penalty[:, None, None, :]
         probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
         probs = self.attention_dropout_layer(probs, training=training)
-        context = ops.einsum("bnts,bsnd->btnd", probs, v)  # [B, T, N, D]
+        context = ops.matmul(probs, v)  # [B, N, T, D]
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
-        context = ops.reshape(context, (batch, length, self.hidden_size))
+        context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)),
+                              (batch, length, self.hidden_size))  # [B, T, H]
         out = self.output_dropout(self.output_dense(context), training=training)
         return self.layer_norm(out + x)
 

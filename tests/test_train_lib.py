@@ -80,6 +80,40 @@ def test_jit_compiled_step_under_mixed_bfloat16(tmp_path):
     assert all(changed)
 
 
+
+def test_xla_default_is_off_only_on_cpu_only_machines():
+    default = tf.distribute.get_strategy()
+    assert train_lib.use_xla(True, default) is True
+    assert train_lib.use_xla(False, default) is False
+    accelerated = any(d.device_type != "CPU"
+                      for d in tf.config.list_physical_devices())
+    assert train_lib.use_xla(None, default) is accelerated
+    assert train_lib.PretrainingOptions("x", "y", AlbertConfig()).jit_compile is None
+
+
+def test_one_device_strategy_xla_step_matches_default_strategy(tmp_path):
+    """The optimizer update inside the replica step under OneDeviceStrategy
+    (the driver's CPU default) gives the default strategy's weights."""
+    import keras
+
+    data = write_records(str(tmp_path / "data.tfrecord"), 16)
+    results = []
+    for strategy in (None, tf.distribute.OneDeviceStrategy("/cpu:0")):
+        keras.utils.set_random_seed(1)
+        runner = train_lib.PretrainingRunner(options(
+            data, str(tmp_path / "out"), jit_compile=True), strategy)
+        runner._build_functions()
+        dataset = runner._distributed_dataset(data, 8, is_training=False)
+        stats = runner._train_loop(iter(dataset), tf.constant(2))
+        assert int(runner.optimizer.iterations.numpy()) == 2
+        results.append((stats.numpy(),
+                        [v.numpy() for v in runner.model.trainable_variables]))
+    (default_stats, default_weights), (one_stats, one_weights) = results
+    np.testing.assert_allclose(one_stats, default_stats, rtol=1e-6)
+    for a, b in zip(one_weights, default_weights):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+
+
 _MIRRORED_SCRIPT = textwrap.dedent("""
     import json, sys
     import tensorflow as tf

@@ -88,3 +88,40 @@ def test_transformer_block_is_attention_then_ffn():
                            {"x": x, "padding_mask": mask}, (2, 7, H))
     expected = block.ffn(block.attention(x, padding_mask=mask))
     np.testing.assert_allclose(block(x, padding_mask=mask), expected, atol=1e-6)
+
+
+def test_attention_gradients_match_separate_projections():
+    """The fused query/key/value matmul has the gradients of three Dense."""
+    import tensorflow as tf
+
+    x, mask = _inputs()
+    x = tf.constant(x)
+    block = SelfAttentionSubBlock(hidden_size=H, num_heads=N)
+    block(x, padding_mask=mask)
+    d = H // N
+
+    def separate(x):
+        b, t = x.shape[0], x.shape[1]
+
+        def heads(layer):
+            return tf.reshape(layer(x), (b, t, N, d))  # [B, T, N, D]
+
+        q, k, v = heads(block.query), heads(block.key), heads(block.value)
+        scores = tf.einsum("btnd,bsnd->bnts", q / math.sqrt(d), k)
+        scores += (1.0 - tf.cast(mask, tf.float32))[:, None, None, :] * -10000.0
+        context = tf.einsum("bnts,bsnd->btnd", tf.nn.softmax(scores), v)
+        out = block.output_dense(tf.reshape(context, (b, t, H)))
+        return block.layer_norm(out + x)
+
+    weights = np.random.default_rng(1).normal(size=(2, 7, H)).astype("float32")
+    grads = []
+    for fn in (lambda x: block(x, padding_mask=mask), separate):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = tf.reduce_sum(fn(x) * weights)
+        grads.append(tape.gradient(loss, [x] + block.trainable_variables))
+    assert [v.path.split("/")[-2] for v in block.trainable_variables[:6]] == [
+        "query", "query", "key", "key", "value", "value"]
+    for path, ours, reference in zip(
+            ["x"] + [v.path for v in block.trainable_variables], *grads):
+        np.testing.assert_allclose(ours, reference, atol=1e-5, err_msg=path)
