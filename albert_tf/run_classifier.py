@@ -1,4 +1,4 @@
-"""Fine-tunes ALBERT on a GLUE task: `python -m albert_tf.run_classifier`.
+r"""Fine-tunes ALBERT on a GLUE task: `python -m albert_tf.run_classifier`.
 
     python -m albert_tf.run_classifier --task_name=MRPC \
       --data_dir=glue_data/MRPC --init_checkpoint=models/albert_base \
@@ -11,83 +11,27 @@ Flags follow the official `run_classifier.py`. See `albert_tf.tasks.runners`.
 
 from absl import app, flags, logging
 
-from albert_tf import distribute
-from albert_tf.tasks import runners
+from albert_tf.tasks import cli, runners
 
 _TASK_NAME = flags.DEFINE_string(
     "task_name", None, "GLUE task: cola, sst-2, mrpc, sts-b, qqp, mnli, "
     "mnli-mm (mismnli), qnli, rte, wnli.")
 _DATA_DIR = flags.DEFINE_string("data_dir", None, "The task's folder of TSV files.")
-_OUTPUT_DIR = flags.DEFINE_string("output_dir", None, "Checkpoints, eval results, predictions.")
-_INIT_CHECKPOINT = flags.DEFINE_string(
-    "init_checkpoint", None, "Pretrained model directory or checkpoint prefix; "
-    "unset: random initialization.")
-_ALBERT_CONFIG_FILE = flags.DEFINE_string(
-    "albert_config_file", None, "albert_config.json; default: the one in "
-    "--init_checkpoint's directory.")
-_SPM_MODEL_FILE = flags.DEFINE_string(
-    "spm_model_file", None, "SentencePiece model; default: spm.model in "
-    "--init_checkpoint's directory.")
-_DO_LOWER_CASE = flags.DEFINE_bool("do_lower_case", True, "Lowercase the text.")
-_MAX_SEQ_LENGTH = flags.DEFINE_integer("max_seq_length", 128, "T.")
-_TRAIN_BATCH_SIZE = flags.DEFINE_integer("train_batch_size", 32, "Global batch.")
-_EVAL_BATCH_SIZE = flags.DEFINE_integer("eval_batch_size", 8, "Eval batch.")
-_PREDICT_BATCH_SIZE = flags.DEFINE_integer("predict_batch_size", 8, "Predict batch.")
-_LEARNING_RATE = flags.DEFINE_float("learning_rate", 1e-5, "Peak learning rate.")
-_TRAIN_STEP = flags.DEFINE_integer("train_step", 1000, "Optimizer steps.")
-_WARMUP_STEP = flags.DEFINE_integer("warmup_step", 200, "Warmup steps.")
-_OPTIMIZER = flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
-_DROPOUT = flags.DEFINE_float("dropout", 0.1, "Dropout before the head.")
-_SAVE_CHECKPOINTS_STEPS = flags.DEFINE_integer(
-    "save_checkpoints_steps", 1000, "Steps between checkpoints.")
-_ITERATIONS_PER_LOOP = flags.DEFINE_integer(
-    "iterations_per_loop", 100, "Steps per compiled call.")
-_DO_TRAIN = flags.DEFINE_bool("do_train", False, "Train on train.tsv.")
-_DO_EVAL = flags.DEFINE_bool("do_eval", False, "Evaluate every checkpoint on dev; keep the best.")
-_DO_PREDICT = flags.DEFINE_bool("do_predict", False, "Write the test submission file.")
-_EXPORT_DIR = flags.DEFINE_string("export_dir", None, "Write a text-in SavedModel here.")
-_STRATEGY = flags.DEFINE_enum("strategy", None, list(distribute.STRATEGIES),
-                              "Distribution strategy (default as pretraining).")
-_TPU = flags.DEFINE_string("tpu", None, "TPU name or address; 'local' on a TPU VM.")
-_TPU_ZONE = flags.DEFINE_string("tpu_zone", None, "GCE zone of the TPU.")
-_GCP_PROJECT = flags.DEFINE_string("gcp_project", None, "GCP project of the TPU.")
-_DTYPE = flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16"],
-                           "bfloat16: mixed precision (float32 variables).")
-_JIT_COMPILE = flags.DEFINE_bool("jit_compile", False, "Compile steps with XLA.")
-_SEED = flags.DEFINE_integer("seed", 12345, "Seed.")
+cli.define_common_flags(
+    max_seq_length=128, learning_rate=1e-5,
+    do_train_help="Train on train.tsv.",
+    do_eval_help="Evaluate every checkpoint on dev; keep the best.",
+    do_predict_help="Write the test submission file.")
 
 flags.mark_flags_as_required(["task_name", "data_dir", "output_dir"])
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError("Unexpected arguments: %s" % argv[1:])
-    strategy = distribute.get_strategy(
-        _STRATEGY.value, tpu=_TPU.value, tpu_zone=_TPU_ZONE.value,
-        gcp_project=_GCP_PROJECT.value)
+    cli.check_no_arguments(argv)
     report = runners.run_classifier(
-        _TASK_NAME.value, _DATA_DIR.value, _OUTPUT_DIR.value,
-        init_checkpoint=_INIT_CHECKPOINT.value,
-        albert_config_file=_ALBERT_CONFIG_FILE.value,
-        spm_model_file=_SPM_MODEL_FILE.value, do_lower_case=_DO_LOWER_CASE.value,
-        max_seq_length=_MAX_SEQ_LENGTH.value,
-        train_batch_size=_TRAIN_BATCH_SIZE.value,
-        eval_batch_size=_EVAL_BATCH_SIZE.value,
-        predict_batch_size=_PREDICT_BATCH_SIZE.value,
-        learning_rate=_LEARNING_RATE.value, train_step=_TRAIN_STEP.value,
-        warmup_step=_WARMUP_STEP.value, optimizer=_OPTIMIZER.value,
-        dropout=_DROPOUT.value,
-        save_checkpoints_steps=_SAVE_CHECKPOINTS_STEPS.value,
-        iterations_per_loop=_ITERATIONS_PER_LOOP.value,
-        do_train=_DO_TRAIN.value, do_eval=_DO_EVAL.value,
-        do_predict=_DO_PREDICT.value, export_dir=_EXPORT_DIR.value,
-        strategy=strategy, dtype=_DTYPE.value, jit_compile=_JIT_COMPILE.value,
-        seed=_SEED.value)
-    if "best" in report:
-        logging.info("best: %s", report["best"])
-    for key in ("submission", "export"):
-        if key in report:
-            logging.info("%s: %s", key, report[key])
+        _TASK_NAME.value, _DATA_DIR.value, flags.FLAGS.output_dir,
+        **cli.common_kwargs())
+    cli.log_report(report, ("best", "submission", "export"))
 
 
 if __name__ == "__main__":

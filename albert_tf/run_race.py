@@ -1,4 +1,4 @@
-"""Fine-tunes ALBERT on RACE: `python -m albert_tf.run_race`.
+r"""Fine-tunes ALBERT on RACE: `python -m albert_tf.run_race`.
 
     python -m albert_tf.run_race --data_dir=RACE \
       --init_checkpoint=models/albert_base --output_dir=runs/race \
@@ -14,80 +14,27 @@ checkpoint on dev (accuracy) and keeps the best; `--do_predict` writes
 
 from absl import app, flags, logging
 
-from albert_tf import distribute
-from albert_tf.tasks import runners
+from albert_tf.tasks import cli, runners
 
 _DATA_DIR = flags.DEFINE_string("data_dir", None, "The RACE folder.")
 _MAX_QA_LENGTH = flags.DEFINE_integer("max_qa_length", 128, "Question+option pieces kept.")
 _NUM_CHOICES = flags.DEFINE_integer("num_choices", 4, "Options per question.")
-_OUTPUT_DIR = flags.DEFINE_string("output_dir", None, "Checkpoints, eval results, predictions.")
-_INIT_CHECKPOINT = flags.DEFINE_string(
-    "init_checkpoint", None, "Pretrained model directory or checkpoint prefix; "
-    "unset: random initialization.")
-_ALBERT_CONFIG_FILE = flags.DEFINE_string(
-    "albert_config_file", None, "albert_config.json; default: the one in "
-    "--init_checkpoint's directory.")
-_SPM_MODEL_FILE = flags.DEFINE_string(
-    "spm_model_file", None, "SentencePiece model; default: spm.model in "
-    "--init_checkpoint's directory.")
-_DO_LOWER_CASE = flags.DEFINE_bool("do_lower_case", True, "Lowercase the text.")
-_MAX_SEQ_LENGTH = flags.DEFINE_integer("max_seq_length", 512, "T.")
-_TRAIN_BATCH_SIZE = flags.DEFINE_integer("train_batch_size", 32, "Global batch.")
-_EVAL_BATCH_SIZE = flags.DEFINE_integer("eval_batch_size", 8, "Eval batch.")
-_PREDICT_BATCH_SIZE = flags.DEFINE_integer("predict_batch_size", 8, "Predict batch.")
-_LEARNING_RATE = flags.DEFINE_float("learning_rate", 1e-5, "Peak learning rate.")
-_TRAIN_STEP = flags.DEFINE_integer("train_step", 1000, "Optimizer steps.")
-_WARMUP_STEP = flags.DEFINE_integer("warmup_step", 200, "Warmup steps.")
-_OPTIMIZER = flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
-_DROPOUT = flags.DEFINE_float("dropout", 0.1, "Dropout before the head.")
-_SAVE_CHECKPOINTS_STEPS = flags.DEFINE_integer(
-    "save_checkpoints_steps", 1000, "Steps between checkpoints.")
-_ITERATIONS_PER_LOOP = flags.DEFINE_integer(
-    "iterations_per_loop", 100, "Steps per compiled call.")
-_DO_TRAIN = flags.DEFINE_bool("do_train", False, "Train on train/.")
-_DO_EVAL = flags.DEFINE_bool("do_eval", False, "Evaluate every checkpoint on dev/; keep the best.")
-_DO_PREDICT = flags.DEFINE_bool("do_predict", False, "Write predictions for test/.")
-_STRATEGY = flags.DEFINE_enum("strategy", None, list(distribute.STRATEGIES),
-                              "Distribution strategy (default as pretraining).")
-_TPU = flags.DEFINE_string("tpu", None, "TPU name or address; 'local' on a TPU VM.")
-_TPU_ZONE = flags.DEFINE_string("tpu_zone", None, "GCE zone of the TPU.")
-_GCP_PROJECT = flags.DEFINE_string("gcp_project", None, "GCP project of the TPU.")
-_DTYPE = flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16"],
-                           "bfloat16: mixed precision (float32 variables).")
-_JIT_COMPILE = flags.DEFINE_bool("jit_compile", False, "Compile steps with XLA.")
-_SEED = flags.DEFINE_integer("seed", 12345, "Seed.")
+cli.define_common_flags(
+    max_seq_length=512, learning_rate=1e-5,
+    do_train_help="Train on train/.",
+    do_eval_help="Evaluate every checkpoint on dev/; keep the best.",
+    do_predict_help="Write predictions for test/.", export=False)
 
 flags.mark_flags_as_required(["data_dir", "output_dir"])
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError("Unexpected arguments: %s" % argv[1:])
-    strategy = distribute.get_strategy(
-        _STRATEGY.value, tpu=_TPU.value, tpu_zone=_TPU_ZONE.value,
-        gcp_project=_GCP_PROJECT.value)
+    cli.check_no_arguments(argv)
     report = runners.run_race(
-        _DATA_DIR.value, _OUTPUT_DIR.value, max_qa_length=_MAX_QA_LENGTH.value,
-        num_choices=_NUM_CHOICES.value,
-        init_checkpoint=_INIT_CHECKPOINT.value,
-        albert_config_file=_ALBERT_CONFIG_FILE.value,
-        spm_model_file=_SPM_MODEL_FILE.value, do_lower_case=_DO_LOWER_CASE.value,
-        max_seq_length=_MAX_SEQ_LENGTH.value,
-        train_batch_size=_TRAIN_BATCH_SIZE.value,
-        eval_batch_size=_EVAL_BATCH_SIZE.value,
-        predict_batch_size=_PREDICT_BATCH_SIZE.value,
-        learning_rate=_LEARNING_RATE.value, train_step=_TRAIN_STEP.value,
-        warmup_step=_WARMUP_STEP.value, optimizer=_OPTIMIZER.value,
-        dropout=_DROPOUT.value,
-        save_checkpoints_steps=_SAVE_CHECKPOINTS_STEPS.value,
-        iterations_per_loop=_ITERATIONS_PER_LOOP.value,
-        do_train=_DO_TRAIN.value, do_eval=_DO_EVAL.value,
-        do_predict=_DO_PREDICT.value,
-        strategy=strategy, dtype=_DTYPE.value, jit_compile=_JIT_COMPILE.value,
-        seed=_SEED.value)
-    for key in ("best", "predictions", "test_accuracy"):
-        if key in report:
-            logging.info("%s: %s", key, report[key])
+        _DATA_DIR.value, flags.FLAGS.output_dir,
+        max_qa_length=_MAX_QA_LENGTH.value, num_choices=_NUM_CHOICES.value,
+        **cli.common_kwargs())
+    cli.log_report(report, ("best", "predictions", "test_accuracy"))
 
 
 if __name__ == "__main__":
