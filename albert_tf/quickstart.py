@@ -403,7 +403,7 @@ def run(output_dir, input_file=None, max_corpus_chars=2_000_000,
             save_checkpoints_steps=save_checkpoints_steps,
             iterations_per_loop=min(100, save_checkpoints_steps),
             keep_checkpoint_max=10, do_eval=True, max_eval_steps=max_eval_steps,
-            eval_input_file=records["eval"]["path"], jit_compile=True,
+            eval_input_file=records["eval"]["path"],
             max_train_seconds=train_seconds or 0.0)
         latest = tf.train.latest_checkpoint(pretrain_dir)
         resumed_from = int(latest.rsplit("-", 1)[1]) if latest else 0
