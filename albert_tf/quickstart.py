@@ -32,25 +32,32 @@ import time
 
 from absl import app, flags, logging
 
-_OUTPUT_DIR = flags.DEFINE_string(
-    "output_dir", "runs/quickstart", "Where every artifact goes.")
-_INPUT_FILE = flags.DEFINE_string(
-    "input_file", None, "Text corpus (one sentence a line, blank line between "
-    "documents); default: the standard library's docstrings.")
-_MAX_CORPUS_CHARS = flags.DEFINE_integer(
-    "max_corpus_chars", 2_000_000, "Cap on the built-in corpus size.")
-_VOCAB_SIZE = flags.DEFINE_integer(
-    "vocab_size", 2000, "SentencePiece pieces (a soft limit).")
-_MAX_SEQ_LENGTH = flags.DEFINE_integer("max_seq_length", 64, "Tokens a record.")
-_NUM_TRAIN_STEPS = flags.DEFINE_integer(
-    "num_train_steps", 8000, "Pretraining steps.")
-_TRAIN_SECONDS = flags.DEFINE_float(
-    "train_seconds", 480, "Time budget of pretraining in this run (seconds; "
-    "0: none): training stops, saving a checkpoint, once it is spent, even "
-    "before num_train_steps; running again continues from there.")
-_TRAIN_BATCH_SIZE = flags.DEFINE_integer("train_batch_size", 32, "Batch size.")
-_DUPE_FACTOR = flags.DEFINE_integer(
-    "dupe_factor", 5, "Maskings of each training document.")
+FLAGS = flags.FLAGS
+
+
+def define_flags():
+    """Defines the command-line flags (only when run as a program, so that
+    importing this module next to the other CLIs defines nothing)."""
+    flags.DEFINE_string("output_dir", "runs/quickstart",
+                        "Where every artifact goes.")
+    flags.DEFINE_string(
+        "input_file", None, "Text corpus (one sentence a line, blank line "
+        "between documents); default: the standard library's docstrings.")
+    flags.DEFINE_integer("max_corpus_chars", 2_000_000,
+                         "Cap on the built-in corpus size.")
+    flags.DEFINE_integer("vocab_size", 2000,
+                         "SentencePiece pieces (a soft limit).")
+    flags.DEFINE_integer("max_seq_length", 64, "Tokens a record.")
+    flags.DEFINE_integer("num_train_steps", 8000, "Pretraining steps.")
+    flags.DEFINE_float(
+        "train_seconds", 480, "Time budget of pretraining in this run "
+        "(seconds; 0: none): training stops, saving a checkpoint, once it is "
+        "spent, even before num_train_steps; running again continues from "
+        "there.")
+    flags.DEFINE_integer("train_batch_size", 32, "Batch size.")
+    flags.DEFINE_integer("dupe_factor", 5,
+                         "Maskings of each training document.")
+
 
 EVAL_EVERY = 20  # One document in EVAL_EVERY is held out.
 FILL_MASK_QUERIES = (
@@ -569,19 +576,21 @@ def format_report(report):
 
 
 def main(argv):
-    del argv
-    report = run(_OUTPUT_DIR.value, _INPUT_FILE.value, _MAX_CORPUS_CHARS.value,
-                 vocab_size=_VOCAB_SIZE.value,
-                 max_seq_length=_MAX_SEQ_LENGTH.value,
-                 num_train_steps=_NUM_TRAIN_STEPS.value,
-                 train_seconds=_TRAIN_SECONDS.value,
-                 train_batch_size=_TRAIN_BATCH_SIZE.value,
-                 dupe_factor=_DUPE_FACTOR.value)
+    if len(argv) > 1:
+        raise app.UsageError("Unexpected arguments: %s" % argv[1:])
+    report = run(FLAGS.output_dir, FLAGS.input_file, FLAGS.max_corpus_chars,
+                 vocab_size=FLAGS.vocab_size,
+                 max_seq_length=FLAGS.max_seq_length,
+                 num_train_steps=FLAGS.num_train_steps,
+                 train_seconds=FLAGS.train_seconds,
+                 train_batch_size=FLAGS.train_batch_size,
+                 dupe_factor=FLAGS.dupe_factor)
     print()
     print(format_report(report), end="")
     print("total %.0f s" % report["seconds"])
 
 
 if __name__ == "__main__":
+    define_flags()
     logging.set_verbosity(logging.INFO)
     app.run(main)
