@@ -17,8 +17,10 @@ is forward, MLM + SOP losses, backward and the optimizer update. Rows:
   run.
 
 Model FLOPs per step are counted analytically (matmuls only, 3x the forward
-for forward + backward). Medians over `--repeats` timing windows. Speed-ups
-are against `keras_hub_float32` and against the faster keras-hub row.
+for forward + backward). Medians over `--repeats` timing windows; the windows
+of all rows are taken in turn (round-robin), so load from other processes
+falls on every row alike. Speed-ups are against `keras_hub_float32` and
+against the faster keras-hub row.
 
     python -m benchmarks.pretraining_step [--repeats=5 --steps=3]
 """
@@ -74,17 +76,26 @@ def synthetic_batch(config, batch, seq, predictions, seed=0):
     }
 
 
-def _time(run, repeats):
-    run()  # compile and warm up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
+def _time_interleaved(runs, repeats):
+    """Median seconds per call of each callable, windows taken round-robin.
+
+    Every callable is run once first (compile, warm up); then each timing
+    window runs all of them in turn, so a change in machine load during the
+    benchmark hits every row alike and the ratios stay comparable.
+    """
+    for run in runs.values():
         run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    times = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
-def albert_tf_row(config, features, dtype, steps, repeats, jit_compile=None):
+def albert_tf_row(config, features, dtype, steps, jit_compile=None):
+    """A callable running `steps` steps of the driver's compiled loop."""
     from albert_tf import train_lib
 
     options = train_lib.PretrainingOptions(
@@ -99,11 +110,11 @@ def albert_tf_row(config, features, dtype, steps, repeats, jit_compile=None):
     dataset = tf.data.Dataset.from_tensors(features).repeat()
     iterator = iter(runner.strategy.experimental_distribute_dataset(dataset))
     num = tf.constant(steps, tf.int32)
-    seconds = _time(lambda: runner._train_loop(iterator, num).numpy(), repeats)
-    return seconds / steps
+    return lambda: runner._train_loop(iterator, num).numpy()
 
 
-def keras_hub_row(config, features, steps, repeats, jit_compile=True):
+def keras_hub_row(config, features, steps, jit_compile=True):
+    """A callable running `steps` keras-hub training steps."""
     import keras_hub
     from keras_hub.layers import MaskedLMHead
 
@@ -147,28 +158,28 @@ def keras_hub_row(config, features, steps, repeats, jit_compile=True):
             loss = step()
         return loss
 
-    seconds = _time(lambda: loop().numpy(), repeats)
-    return seconds / steps
+    return lambda: loop().numpy()
 
 
-def matmul_flops(size, dtype, repeats):
-    """The faster of XLA and TensorFlow's kernel on `size`^2 matmuls."""
-    inner = 8
+MATMUL_INNER = 8
+
+
+def matmul_rows(size, dtype):
+    """Callables running `MATMUL_INNER` `size`^2 matmuls, XLA and not."""
     # Distinct operands: identical matmuls would be computed once.
-    a = tf.cast(tf.random.normal((inner, size, size)), dtype)
+    a = tf.cast(tf.random.normal((MATMUL_INNER, size, size)), dtype)
     b = tf.cast(tf.random.normal((size, size)), dtype)
-    rates = []
+    runs = {}
     for jit_compile in (True, False):
         @tf.function(jit_compile=jit_compile)
         def run(a, b):
             acc = tf.zeros((size, size), dtype)
-            for i in range(inner):
+            for i in range(MATMUL_INNER):
                 acc += tf.matmul(a[i], b)
             return acc
 
-        seconds = _time(lambda: run(a, b).numpy(), repeats)
-        rates.append(inner * 2 * size ** 3 / seconds)
-    return max(rates)
+        runs[jit_compile] = lambda run=run: run(a, b).numpy()
+    return runs
 
 
 def main(argv):
@@ -179,24 +190,31 @@ def main(argv):
     batch, seq, predictions = _BATCH.value, _SEQ.value, _PREDICTIONS.value
     features = synthetic_batch(config, batch, seq, predictions)
     flops = step_flops(config, batch, seq, predictions)
-    peak = {dtype: matmul_flops(_MATMUL.value, dtype, _REPEATS.value)
-            for dtype in (tf.float32, tf.bfloat16)}
-    rows = []
+    steps, size = _STEPS.value, _MATMUL.value
+    runs, peak_of = {}, {}
+    for dtype in (tf.float32, tf.bfloat16):
+        for jit_compile, run in matmul_rows(size, dtype).items():
+            runs[("matmul", dtype.name, jit_compile)] = run
     for row in _ROWS.value:
         if row.startswith("albert_tf_"):
             dtype, _, xla = row[len("albert_tf_"):].partition("_")
             if dtype not in ("float32", "bfloat16") or xla not in ("", "xla"):
                 raise app.UsageError(f"Unknown row {row!r}")
-            seconds = albert_tf_row(config, features, dtype, _STEPS.value,
-                                    _REPEATS.value,
-                                    jit_compile=True if xla else None)
-            rows.append((row, seconds, peak[tf.as_dtype(dtype)]))
+            runs[row] = albert_tf_row(config, features, dtype, steps,
+                                      jit_compile=True if xla else None)
+            peak_of[row] = tf.as_dtype(dtype)
         elif row in ("keras_hub_float32", "keras_hub_float32_noxla"):
-            seconds = keras_hub_row(config, features, _STEPS.value, _REPEATS.value,
-                                    jit_compile=not row.endswith("noxla"))
-            rows.append((row, seconds, peak[tf.float32]))
+            runs[row] = keras_hub_row(config, features, steps,
+                                      jit_compile=not row.endswith("noxla"))
+            peak_of[row] = tf.float32
         else:
             raise app.UsageError(f"Unknown row {row!r}")
+    medians = _time_interleaved(runs, _REPEATS.value)
+    # The reachable rate: the faster of XLA and TensorFlow's kernel.
+    peak = {dtype: max(MATMUL_INNER * 2 * size ** 3 / medians[("matmul", dtype.name, jit)]
+                       for jit in (True, False))
+            for dtype in (tf.float32, tf.bfloat16)}
+    rows = [(row, medians[row] / steps, peak[peak_of[row]]) for row in _ROWS.value]
     seconds_of = dict((r[0], r[1]) for r in rows)
     base = seconds_of.get("keras_hub_float32")
     hub = [seconds_of[r] for r in ("keras_hub_float32", "keras_hub_float32_noxla")
