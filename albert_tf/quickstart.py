@@ -340,18 +340,18 @@ def run(output_dir, input_file=None, max_corpus_chars=2_000_000,
     with stages.stage("vocab") as entry:
         vocab_json = os.path.join(data_dir, "vocab.json")
         info = _read_json(vocab_json)
-        if info and info.get("requested_size") == vocab_size:
+        if (info and info.get("requested_size") == vocab_size and
+                info.get("corpus") == corpus["settings"]):
             entry["skipped"] = True
         else:
             model_file, vocab_file = vocab.train_vocab(
                 corpus["train_file"], os.path.join(data_dir, "spm"),
                 vocab_size=vocab_size, hard_vocab_limit=False,
                 num_threads=num_threads)
-            import sentencepiece as spm
-            pieces = spm.SentencePieceProcessor(
-                model_file=model_file).get_piece_size()
+            pieces = vocab.load_model(model_file).get_piece_size()
             info = {"requested_size": vocab_size, "pieces": pieces,
-                    "model_file": model_file, "vocab_file": vocab_file}
+                    "model_file": model_file, "vocab_file": vocab_file,
+                    "corpus": corpus["settings"]}
             _write_json(vocab_json, info)
         report["vocab"] = info
 
@@ -367,8 +367,9 @@ def run(output_dir, input_file=None, max_corpus_chars=2_000_000,
             stats = _read_json(stats_path)
             if not (stats and stats["settings"]["max_seq_length"] ==
                     max_seq_length and stats["settings"]["dupe_factor"] == dupes
-                    and os.path.getmtime(stats_path) >= os.path.getmtime(
-                        info["model_file"])):
+                    and os.path.getmtime(stats_path) >= max(
+                        os.path.getmtime(info["model_file"]),
+                        os.path.getmtime(corpus[split + "_file"]))):
                 stats = pipeline.create_pretraining_data(
                     corpus[split + "_file"], path, info["model_file"],
                     options=options, dupe_factor=dupes)
@@ -382,9 +383,7 @@ def run(output_dir, input_file=None, max_corpus_chars=2_000_000,
         else:
             accuracy, token, total = masked_token_baseline(
                 records["eval"]["path"], max_predictions_per_seq)
-            import sentencepiece as spm
-            piece = spm.SentencePieceProcessor(
-                model_file=info["model_file"]).id_to_piece(token)
+            piece = vocab.load_model(info["model_file"]).id_to_piece(token)
             baseline = {"masked_lm_accuracy": accuracy, "token_id": token,
                         "piece": piece, "masked_tokens": total,
                         "records_mtime": os.path.getmtime(records["eval"]["path"])}
@@ -413,6 +412,19 @@ def run(output_dir, input_file=None, max_corpus_chars=2_000_000,
             eval_input_file=records["eval"]["path"],
             max_train_seconds=train_seconds or 0.0)
         latest = tf.train.latest_checkpoint(pretrain_dir)
+        # Checkpoints belong to one vocabulary and set of records: resuming
+        # them on rebuilt data would mix two runs (or fail on the shapes).
+        data_json = os.path.join(pretrain_dir, "quickstart_data.json")
+        data_key = {"vocab": os.path.getmtime(info["model_file"]),
+                    "train_records": os.path.getmtime(records["train"]["path"])}
+        if latest and _read_json(data_json) not in (None, data_key):
+            raise ValueError(
+                "%s holds checkpoints trained on an earlier vocabulary or "
+                "records, and the data was rebuilt with other settings; use "
+                "another --output_dir or remove that folder." % pretrain_dir)
+        if _read_json(data_json) != data_key:
+            os.makedirs(pretrain_dir, exist_ok=True)
+            _write_json(data_json, data_key)
         resumed_from = int(latest.rsplit("-", 1)[1]) if latest else 0
         entry["skipped"] = resumed_from >= num_train_steps
         train_start = time.time()

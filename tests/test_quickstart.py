@@ -178,3 +178,9 @@ def test_quickstart_end_to_end_and_resume(tmp_path):
         assert more["export"]["version"] == 2 and not more["export"]["reused"]
     else:
         assert more["export"]["version"] == 1 and more["export"]["reused"]
+
+    # Other data in the same folder: the vocabulary and records are rebuilt,
+    # and the old checkpoints are refused with a clear error, not resumed.
+    with pytest.raises(ValueError, match="earlier vocabulary or records"):
+        quickstart.run(out, **dict(SMALL, vocab_size=280, num_train_steps=30))
+    assert tf.train.latest_checkpoint(pretrain).endswith("ckpt-30")
