@@ -54,6 +54,8 @@ _ACTIVATIONS = {
 }
 
 NAMES = frozenset(_ACTIVATIONS)
+# The names of the tanh GELU (`fused_ops.bias_gelu` computes it).
+TANH_GELU_NAMES = frozenset(("gelu", "gelu_new"))
 
 
 def get(name):

@@ -14,10 +14,33 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from albert_tf import activations
+from albert_tf import activations, fused_ops
 
 # Added to attention scores at padded key positions (official value).
 _MASK_PENALTY = -10000.0
+
+
+def _fused(training):
+    """Whether a call uses `fused_ops` (training only: see that module)."""
+    return training is True
+
+
+def _kernel(layer, dtype):
+    return ops.cast(layer.kernel, dtype)
+
+
+def _add_norm(sub_block, h, bias, residual, training):
+    """`LayerNorm(dropout(h + bias) + residual)` of `[M, H]` tensors, fused.
+
+    With dropout active the bias is added before it, outside the kernel.
+    """
+    bias = ops.cast(bias, h.dtype)
+    if sub_block.dropout > 0:
+        h = sub_block.output_dropout(h + bias, training=training)
+        bias = None
+    norm = sub_block.layer_norm
+    return fused_ops.residual_layer_norm(
+        h, residual, norm.gamma, norm.beta, norm.epsilon, bias=bias)
 
 
 def _truncated_normal(stddev):
@@ -108,6 +131,13 @@ class SelfAttentionSubBlock(keras.layers.Layer):
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
         context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)),
                               (batch, length, self.hidden_size))  # [B, T, H]
+        if _fused(training):
+            flat = (-1, self.hidden_size)
+            h = ops.matmul(ops.reshape(context, flat),
+                           _kernel(self.output_dense, self.compute_dtype))  # [B*T, H]
+            out = _add_norm(self, h, self.output_dense.bias, ops.reshape(x, flat),
+                            training)
+            return ops.reshape(out, (batch, length, self.hidden_size))
         out = self.output_dropout(self.output_dense(context), training=training)
         return self.layer_norm(out + x)
 
@@ -169,9 +199,25 @@ class FeedForwardSubBlock(keras.layers.Layer):
         self.layer_norm.build(x_shape)
 
     def call(self, x, training=None):
+        if _fused(training):
+            return self._fused_call(x, training)
         h = self.intermediate(x)  # [B, T, I]
         out = self.output_dropout(self.output_dense(h), training=training)
         return self.layer_norm(out + x)
+
+    def _fused_call(self, x, training):
+        dtype = self.compute_dtype
+        batch, length = ops.shape(x)[0], ops.shape(x)[1]
+        x = ops.reshape(x, (-1, self.hidden_size))  # [B*T, H]
+        h = ops.matmul(x, _kernel(self.intermediate, dtype))  # [B*T, I]
+        bias = ops.cast(self.intermediate.bias, dtype)
+        if self.activation in activations.TANH_GELU_NAMES:
+            h = fused_ops.bias_gelu(h, bias)
+        else:
+            h = activations.get(self.activation)(h + bias)
+        h = ops.matmul(h, _kernel(self.output_dense, dtype))  # [B*T, H]
+        out = _add_norm(self, h, self.output_dense.bias, x, training)
+        return ops.reshape(out, (batch, length, self.hidden_size))
 
     def compute_output_shape(self, x_shape):
         return x_shape

@@ -33,8 +33,30 @@ def test_round_trip_gives_the_same_outputs(exported_albert):
         assert len(outputs["encoder_outputs"]) == len(expected["encoder_outputs"])
 
 
-def test_fine_tuning_through_the_savedmodel_lowers_the_loss(exported_albert):
-    layer = keras_layer.load_encoder(exported_albert.paths["encoder"])
+def _exported_encoder(path, vocab_size=64):
+    """A tiny encoder with its initial weights, exported as the TF-Hub model.
+
+    The shared fixture's weights are drawn at a large scale to make output
+    comparisons sensitive; there `pooled_output` is nearly the same vector
+    for every input, which a classifier cannot learn from.
+    """
+    import tensorflow as tf
+
+    from albert_tf import AlbertConfig, AlbertEncoder
+    from export import saved_models
+
+    keras.utils.set_random_seed(0)
+    encoder = AlbertEncoder(AlbertConfig.from_preset(
+        "tiny", vocab_size=vocab_size, num_hidden_layers=2,
+        max_position_embeddings=16))
+    root, signatures = saved_models.build_encoder_model(encoder)
+    tf.saved_model.save(root, str(path), signatures=signatures)
+    return str(path), vocab_size
+
+
+def test_fine_tuning_through_the_savedmodel_lowers_the_loss(tmp_path):
+    path, vocab_size = _exported_encoder(tmp_path / "encoder")
+    layer = keras_layer.load_encoder(path)
     assert layer.trainable_weights
     assert not any(":" in w.name for w in layer.weights)
     inputs = {name: keras.Input((None,), dtype="int32", name=name)
@@ -45,7 +67,7 @@ def test_fine_tuning_through_the_savedmodel_lowers_the_loss(exported_albert):
     model.compile(optimizer=keras.optimizers.Adam(3e-3),
                   loss=keras.losses.SparseCategoricalCrossentropy(
                       from_logits=True))
-    x = _inputs(exported_albert.pretrainer.config.vocab_size, batch=32)
+    x = _inputs(vocab_size, batch=32)
     y = (x["input_word_ids"][:, 1] % 2).astype(np.int32)
     word_embeddings = [w for w in layer.weights
                        if "word_embeddings" in w.name][0]
@@ -53,7 +75,7 @@ def test_fine_tuning_through_the_savedmodel_lowers_the_loss(exported_albert):
     loss_before = model.evaluate(x, y, verbose=0)
     model.fit(x, y, epochs=8, batch_size=16, verbose=0)
     loss_after = model.evaluate(x, y, verbose=0)
-    assert loss_after < loss_before
+    assert loss_after < loss_before - 0.1
     # The wrapped encoder itself was trained, not only the classifier.
     assert np.abs(word_embeddings.numpy() - before).max() > 0
 

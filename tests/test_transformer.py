@@ -1,6 +1,7 @@
 import math
 
 import numpy as np
+import pytest
 
 from albert_tf import (FeedForwardSubBlock, SelfAttentionSubBlock,
                        TransformerBlock, activations)
@@ -125,3 +126,39 @@ def test_attention_gradients_match_separate_projections():
     for path, ours, reference in zip(
             ["x"] + [v.path for v in block.trainable_variables], *grads):
         np.testing.assert_allclose(ours, reference, atol=1e-5, err_msg=path)
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+@pytest.mark.parametrize("block_cls", [SelfAttentionSubBlock, FeedForwardSubBlock])
+def test_training_path_matches_inference_path(block_cls, policy):
+    # With no dropout, `training=True` (the fused kernels) and `training=False`
+    # (plain layers) compute the same function, and the same gradients.
+    import tensorflow as tf
+
+    kwargs = (dict(hidden_size=H, num_heads=N) if block_cls is SelfAttentionSubBlock
+              else dict(hidden_size=H, intermediate_size=I))
+    block = block_cls(dtype=policy, **kwargs)
+    x, mask = _inputs()
+    call_kwargs = {"padding_mask": mask} if block_cls is SelfAttentionSubBlock else {}
+    block(x, **call_kwargs)
+    rng = np.random.default_rng(1)
+    for w in block.weights:  # LayerNorm scales and biases away from 1 and 0
+        w.assign(rng.normal(scale=0.3, size=w.shape).astype("float32"))
+    weight = tf.constant(rng.normal(size=(H,)), tf.float32)
+    results = []
+    for training in (False, True):
+        with tf.GradientTape() as tape:
+            inputs = tf.constant(x)
+            tape.watch(inputs)
+            y = block(inputs, training=training, **call_kwargs)
+            loss = tf.reduce_sum(tf.cast(y, tf.float32) * weight)
+        grads = tape.gradient(loss, [inputs] + block.trainable_weights)
+        results.append((y, grads))
+    (y0, g0), (y1, g1) = results
+    atol = 1e-5 if policy == "float32" else 3e-2
+    np.testing.assert_allclose(np.asarray(tf.cast(y1, tf.float32)),
+                               np.asarray(tf.cast(y0, tf.float32)), atol=atol)
+    for w, a, b in zip(["x"] + [w.path for w in block.trainable_weights], g0, g1):
+        scale = max(1.0, float(np.abs(np.asarray(a)).max()))
+        np.testing.assert_allclose(np.asarray(b) / scale, np.asarray(a) / scale,
+                                   atol=atol, err_msg=w)

@@ -1,0 +1,145 @@
+"""Fused elementwise kernels for the training step.
+
+TensorFlow runs each elementwise op of a formula as its own pass over memory,
+and on CPUs in bfloat16 every pass also converts each element to float and
+back: the backward of bias + GELU is about a dozen passes over the `[B*T, I]`
+activations, and bias + residual + LayerNorm another dozen over `[B*T, H]`.
+Here the forward and the backward of each formula are one XLA-compiled
+function each (a single fused loop, float32 arithmetic inside, inputs and
+outputs in the caller's dtype), joined by `tf.custom_gradient`. The values are
+those of the plain formulas up to float32 rounding; bias gradients are summed
+in float32.
+
+The sub-blocks use these kernels in training only: XLA compiles a kernel for
+every new input shape, which a training run (fixed batch shapes) pays once
+and a serving signature fed many shapes would pay on every new one. Under an
+outer `jit_compile=True` function (TPUs, GPUs) they are inlined into the
+outer computation like any other function.
+
+Shape legend: M rows (batch x length), I or H the feature width.
+"""
+
+import math
+
+import tensorflow as tf
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_CUBIC = 0.044715
+
+
+def _tanh_gelu_parts(z):
+    """`(t, z^2)` of the tanh GELU, `t = tanh(c * (z + a z^3))`."""
+    z_squared = z * z
+    return tf.tanh(z * (_SQRT_2_OVER_PI + (_SQRT_2_OVER_PI * _CUBIC) * z_squared)), z_squared
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _bias_gelu_forward(x, bias):
+    z = tf.cast(x, tf.float32) + tf.cast(bias, tf.float32)
+    t, _ = _tanh_gelu_parts(z)
+    return tf.cast(0.5 * z * (1.0 + t), x.dtype)
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _bias_gelu_backward(x, bias, dy):
+    z = tf.cast(x, tf.float32) + tf.cast(bias, tf.float32)
+    t, z_squared = _tanh_gelu_parts(z)
+    # gelu'(z) = (1 + t) / 2 + z / 2 * (1 - t^2) * c * (1 + 3 a z^2)
+    dz_du = _SQRT_2_OVER_PI + (3.0 * _SQRT_2_OVER_PI * _CUBIC) * z_squared
+    dz = tf.cast(dy, tf.float32) * (0.5 * (1.0 + t) + (0.5 * z) * (1.0 - t * t) * dz_du)
+    return tf.cast(dz, x.dtype), tf.cast(tf.reduce_sum(dz, axis=0), bias.dtype)
+
+
+@tf.custom_gradient
+def _bias_gelu(x, bias):
+    def grad(dy):
+        return _bias_gelu_backward(x, bias, dy)
+
+    return _bias_gelu_forward(x, bias), grad
+
+
+def bias_gelu(x, bias):
+    """`gelu(x + bias)` with the official tanh GELU, fused.
+
+    Args:
+        x: float `[M, I]` (a matmul output).
+        bias: `[I]`.
+
+    Returns:
+        `[M, I]` in `x`'s dtype.
+    """
+    return _bias_gelu(tf.convert_to_tensor(x), tf.convert_to_tensor(bias))
+
+
+def _normalize(h, bias, residual, epsilon):
+    """Float32 `(x_hat, 1/std)` of LayerNorm over `h + bias + residual`."""
+    z = tf.cast(h, tf.float32) + tf.cast(residual, tf.float32)
+    if bias is not None:
+        z += tf.cast(bias, tf.float32)
+    centered = z - tf.reduce_mean(z, axis=-1, keepdims=True)
+    inv_std = tf.math.rsqrt(
+        tf.reduce_mean(centered * centered, axis=-1, keepdims=True) + epsilon)
+    return centered * inv_std, inv_std
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _layer_norm_forward(h, bias, residual, gamma, beta, epsilon):
+    x_hat, _ = _normalize(h, bias, residual, epsilon)
+    return tf.cast(x_hat * tf.cast(gamma, tf.float32) + tf.cast(beta, tf.float32),
+                   h.dtype)
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _layer_norm_backward(h, bias, residual, gamma, epsilon, dy):
+    x_hat, inv_std = _normalize(h, bias, residual, epsilon)
+    dy = tf.cast(dy, tf.float32)
+    d_x_hat = dy * tf.cast(gamma, tf.float32)
+    dz = inv_std * (d_x_hat - tf.reduce_mean(d_x_hat, axis=-1, keepdims=True)
+                    - x_hat * tf.reduce_mean(d_x_hat * x_hat, axis=-1, keepdims=True))
+    d_gamma = tf.cast(tf.reduce_sum(dy * x_hat, axis=0), gamma.dtype)
+    d_beta = tf.cast(tf.reduce_sum(dy, axis=0), gamma.dtype)
+    d_bias = None if bias is None else tf.cast(tf.reduce_sum(dz, axis=0), bias.dtype)
+    dz_h = tf.cast(dz, h.dtype)
+    return dz_h, d_bias, tf.cast(dz, residual.dtype), d_gamma, d_beta
+
+
+def _make_residual_layer_norm(epsilon, with_bias):
+    @tf.custom_gradient
+    def fn(*args):
+        h, residual, gamma, beta = args[:4]
+        bias = args[4] if with_bias else None
+
+        def grad(dy):
+            dh, d_bias, d_residual, d_gamma, d_beta = _layer_norm_backward(
+                h, bias, residual, gamma, epsilon, dy)
+            grads = (dh, d_residual, d_gamma, d_beta)
+            return grads + (d_bias,) if with_bias else grads
+
+        return _layer_norm_forward(h, bias, residual, gamma, beta, epsilon), grad
+
+    return fn
+
+
+_RESIDUAL_LAYER_NORMS = {}
+
+
+def residual_layer_norm(h, residual, gamma, beta, epsilon, bias=None):
+    """`LayerNorm(h + bias + residual)` over the last axis, fused.
+
+    Args:
+        h: float `[M, H]` (a sub-block's output projection).
+        residual: `[M, H]`, the sub-block's input.
+        gamma, beta: float32 `[H]` LayerNorm scale and offset.
+        epsilon: the LayerNorm epsilon (a Python float).
+        bias: optional `[H]` added to `h` first.
+
+    Returns:
+        `[M, H]` in `h`'s dtype.
+    """
+    key = (float(epsilon), bias is not None)
+    if key not in _RESIDUAL_LAYER_NORMS:
+        _RESIDUAL_LAYER_NORMS[key] = _make_residual_layer_norm(*key)
+    args = [tf.convert_to_tensor(v) for v in (h, residual, gamma, beta)]
+    if bias is not None:
+        args.append(tf.convert_to_tensor(bias))
+    return _RESIDUAL_LAYER_NORMS[key](*args)

@@ -1,0 +1,97 @@
+"""The fused kernels equal their plain formulas, values and gradients."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import activations, fused_ops
+
+M, W = 6, 40
+
+
+def _random(shape, seed, dtype=tf.float32):
+    return tf.cast(tf.random.stateless_normal(shape, (seed, 1)), dtype)
+
+
+def _value_and_grads(fn, args, dy, jit_compile):
+    @tf.function(jit_compile=jit_compile)
+    def run(*args):
+        with tf.GradientTape() as tape:
+            tape.watch(args)
+            y = fn(*args)
+        return y, tape.gradient(y, args, output_gradients=dy)
+
+    return run(*args)
+
+
+def _assert_close(actual, expected, atol):
+    for a, e in zip(tf.nest.flatten(actual), tf.nest.flatten(expected)):
+        np.testing.assert_allclose(np.asarray(tf.cast(a, tf.float32)),
+                                   np.asarray(tf.cast(e, tf.float32)), atol=atol)
+
+
+def _reference_bias_gelu(x, bias):
+    return activations.gelu(x + bias)
+
+
+def _reference_norm(h, residual, gamma, beta, bias=None):
+    z = h + residual + (0.0 if bias is None else bias)
+    mean, variance = tf.nn.moments(z, axes=[-1], keepdims=True)
+    return (z - mean) * tf.math.rsqrt(variance + 1e-12) * gamma + beta
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_bias_gelu_matches_the_formula(jit_compile):
+    x, bias, dy = _random((M, W), 0), _random((W,), 1), _random((M, W), 2)
+    actual = _value_and_grads(fused_ops.bias_gelu, (x, bias), dy, jit_compile)
+    expected = _value_and_grads(_reference_bias_gelu, (x, bias), dy, False)
+    _assert_close(actual, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("with_bias", [False, True])
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_residual_layer_norm_matches_the_formula(with_bias, jit_compile):
+    args = [_random((M, W), 0), _random((M, W), 1), 1.0 + 0.3 * _random((W,), 2),
+            0.3 * _random((W,), 3)]
+    if with_bias:
+        args.append(_random((W,), 4))
+    dy = _random((M, W), 5)
+
+    def fused(h, residual, gamma, beta, bias=None):
+        return fused_ops.residual_layer_norm(h, residual, gamma, beta, 1e-12,
+                                             bias=bias)
+
+    actual = _value_and_grads(fused, tuple(args), dy, jit_compile)
+    expected = _value_and_grads(_reference_norm, tuple(args), dy, False)
+    _assert_close(actual, expected, atol=2e-5)
+
+
+def test_bfloat16_in_bfloat16_out_float32_inside():
+    x, bias, dy = (_random((M, W), 0, tf.bfloat16), _random((W,), 1, tf.bfloat16),
+                   _random((M, W), 2, tf.bfloat16))
+    y, (dx, d_bias) = _value_and_grads(fused_ops.bias_gelu, (x, bias), dy, False)
+    assert y.dtype == dx.dtype == d_bias.dtype == tf.bfloat16
+    # Against the float32 formula on the same (bfloat16-valued) inputs: only
+    # the output rounding differs.
+    up = [tf.cast(t, tf.float32) for t in (x, bias, dy)]
+    expected = _value_and_grads(_reference_bias_gelu, tuple(up[:2]), up[2], False)
+    _assert_close((y, dx), (expected[0], expected[1][0]), atol=2e-2)
+    np.testing.assert_allclose(np.asarray(tf.cast(d_bias, tf.float32)),
+                               np.asarray(expected[1][1]), rtol=1e-2, atol=2e-2)
+
+    h, residual = _random((M, W), 3, tf.bfloat16), _random((M, W), 4, tf.bfloat16)
+    gamma, beta = tf.ones((W,)), tf.zeros((W,))
+    out = fused_ops.residual_layer_norm(h, residual, gamma, beta, 1e-12)
+    assert out.dtype == tf.bfloat16
+    _assert_close(out, _reference_norm(tf.cast(h, tf.float32),
+                                       tf.cast(residual, tf.float32), gamma, beta),
+                  atol=3e-2)
+
+
+def test_a_constant_row_normalizes_to_beta():
+    h = tf.fill((2, W), 3.0)
+    beta = _random((W,), 1)
+    out = fused_ops.residual_layer_norm(h, tf.zeros_like(h), tf.ones((W,)), beta,
+                                        1e-12)
+    assert np.all(np.isfinite(out))
+    _assert_close(out, tf.stack([beta, beta]), atol=1e-6)
