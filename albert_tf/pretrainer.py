@@ -4,6 +4,7 @@ Shape legend: B batch, T length, P masked positions, H hidden, V vocabulary.
 """
 
 import keras
+from keras import ops
 
 from albert_tf.config import AlbertConfig
 from albert_tf.encoder import INPUT_NAMES, AlbertEncoder
@@ -56,6 +57,24 @@ class AlbertPretrainer(keras.Model):
         self.encoder = encoder
         self.mlm_head = mlm_head
         self.sop_head = sop_head
+
+    def pretraining_logits(self, inputs, training=None):
+        """`(mlm_logits, sop_logits)`, equal to those of `self(inputs)`.
+
+        Computes the last block at [CLS] and the masked positions only
+        (`AlbertEncoder.outputs_at`): the training step's forward pass.
+        """
+        positions = ops.cast(inputs["masked_lm_positions"], "int32")  # [B, P]
+        queries = ops.concatenate(
+            [ops.zeros_like(positions[:, :1]), positions], axis=1)  # [B, 1 + P]
+        x = self.encoder.outputs_at({name: inputs[name] for name in INPUT_NAMES},
+                                    queries, training=training)  # [B, 1 + P, H]
+        predictions = ops.shape(positions)[1]
+        in_place = ops.broadcast_to(ops.arange(predictions, dtype="int32")[None],
+                                    ops.shape(positions))  # [B, P]
+        mlm_logits = self.mlm_head(x[:, 1:], in_place)
+        sop_logits = self.sop_head(self.encoder.pooler(x[:, 0]))
+        return mlm_logits, sop_logits
 
     def get_config(self):
         return {

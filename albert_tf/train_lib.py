@@ -134,11 +134,11 @@ def _model_inputs(features):
 
 
 def _stats(model, features, training):
-    outputs = model(_model_inputs(features), training=training)
+    mlm_logits, sop_logits = model.pretraining_logits(
+        _model_inputs(features), training=training)
     return losses.pretraining_stats(
-        outputs["mlm_logits"], features["masked_lm_ids"],
-        features["masked_lm_weights"], outputs["sop_logits"],
-        features["next_sentence_labels"])
+        mlm_logits, features["masked_lm_ids"], features["masked_lm_weights"],
+        sop_logits, features["next_sentence_labels"])
 
 
 def _scalar_metadata():

@@ -55,9 +55,14 @@ class SelfAttentionSubBlock(keras.layers.Layer):
         x: float `[B, T, H]`.
         padding_mask: int or bool `[B, T]`, 1 at real tokens; None attends everywhere.
         training: enables dropout.
+        query_positions: optional int `[B, Q]`: compute the output at these
+            positions only (keys and values still cover all of `x`). The
+            pretraining step uses it in the last block, whose output it
+            needs only at [CLS] and the masked positions.
 
     Returns:
-        float `[B, T, H]`: `LayerNorm(dropout(attention(x)) + x)`.
+        float `[B, T, H]` (`[B, Q, H]` with `query_positions`):
+        `LayerNorm(dropout(attention(x)) + x)`.
     """
 
     def __init__(self, hidden_size, num_heads, dropout=0.0,
@@ -98,26 +103,39 @@ class SelfAttentionSubBlock(keras.layers.Layer):
             layer.build(x_shape)
         self.layer_norm.build(x_shape)
 
-    def _fused_qkv(self, x):
-        """Query, key and value in one matmul: `[3, B, N, T, D]`.
+    def _project(self, x, layers):
+        """`x`'s projections by `layers` in one matmul: `[len(layers), B, N, T, D]`.
 
-        The three kernels stay separate variables (their names are the
-        checkpoint's); they are concatenated per call into one `[H, 3H]`
-        matmul, whose gradient is one matmul too instead of three and a sum.
+        The kernels stay separate variables (their names are the
+        checkpoint's); they are concatenated per call into one `[H, kH]`
+        matmul, whose gradient is one matmul too instead of k and a sum.
         """
         dtype = self.compute_dtype
-        layers = (self.query, self.key, self.value)
         kernel = ops.concatenate(
-            [ops.cast(layer.kernel, dtype) for layer in layers], axis=-1)  # [H, 3H]
+            [_kernel(layer, dtype) for layer in layers], axis=-1)  # [H, kH]
         bias = ops.concatenate(
-            [ops.cast(layer.bias, dtype) for layer in layers], axis=-1)  # [3H]
+            [ops.cast(layer.bias, dtype) for layer in layers], axis=-1)  # [kH]
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
-        qkv = ops.matmul(ops.reshape(x, (-1, self.hidden_size)), kernel) + bias
-        qkv = ops.reshape(qkv, (batch, length, 3, self.num_heads, self.head_size))
-        return ops.transpose(qkv, (2, 0, 3, 1, 4))  # [3, B, N, T, D]
+        out = ops.matmul(ops.reshape(x, (-1, self.hidden_size)), kernel) + bias
+        out = ops.reshape(out, (batch, length, len(layers), self.num_heads,
+                                self.head_size))
+        return ops.transpose(out, (2, 0, 3, 1, 4))  # [k, B, N, T, D]
 
-    def call(self, x, padding_mask=None, training=None):
-        q, k, v = ops.unstack(self._fused_qkv(x), 3, axis=0)  # [B, N, T, D] each
+    def call(self, x, padding_mask=None, training=None, query_positions=None):
+        if query_positions is None:
+            queries = x
+            q, k, v = ops.unstack(
+                self._project(x, (self.query, self.key, self.value)), 3, axis=0)
+        else:
+            queries = ops.take_along_axis(
+                x, ops.cast(query_positions, "int32")[:, :, None], axis=1)  # [B, Q, H]
+            q = self._project(queries, (self.query,))[0]
+            k, v = ops.unstack(self._project(x, (self.key, self.value)), 2, axis=0)
+        return self._attend(queries, q, k, v, padding_mask, training)
+
+    def _attend(self, x, q, k, v, padding_mask, training):
+        """Attention of `q` `[B, N, T, D]` over `k`, `v`; `x` `[B, T, H]` is
+        the residual (the rows the queries were projected from)."""
         q = q * ops.cast(1.0 / math.sqrt(self.head_size), q.dtype)
         scores = tf.matmul(q, k, transpose_b=True)  # [B, N, T, S]
         # Softmax in float32: half-precision exp/sum loses too much.
@@ -141,7 +159,10 @@ class SelfAttentionSubBlock(keras.layers.Layer):
         out = self.output_dropout(self.output_dense(context), training=training)
         return self.layer_norm(out + x)
 
-    def compute_output_shape(self, x_shape, padding_mask_shape=None):
+    def compute_output_shape(self, x_shape, padding_mask_shape=None,
+                             query_positions_shape=None):
+        if query_positions_shape is not None:
+            return tuple(query_positions_shape) + (x_shape[-1],)
         return x_shape
 
     def get_config(self):

@@ -16,8 +16,12 @@ is forward, MLM + SOP losses, backward and the optimizer update. Rows:
   FLOP rate (the faster of XLA and TensorFlow's kernel), measured in the same
   run.
 
-Model FLOPs per step are counted analytically (matmuls only, 3x the forward
-for forward + backward). Medians over `--repeats` timing windows; the windows
+Model FLOPs per step are counted analytically for the full model (matmuls
+only, 3x the forward for forward + backward). albert_tf's step computes its
+last block at [CLS] and the masked positions only (`AlbertPretrainer.
+pretraining_logits`, about 6% fewer FLOPs, same losses and gradients), so its
+GFLOP/s counts work it does not do: read it as the rate the full model would
+need to take the same time. Medians over `--repeats` timing windows; the windows
 of all rows are taken in turn (round-robin), so load from other processes
 falls on every row alike. Speed-ups are against `keras_hub_float32` and
 against the faster keras-hub row.

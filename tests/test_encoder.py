@@ -70,6 +70,11 @@ def test_outputs_and_shapes():
     pooled = np.tanh(np.asarray(out["sequence_output"])[:, 0] @ encoder.pooler.kernel.numpy()
                      + encoder.pooler.bias.numpy())
     np.testing.assert_allclose(out["pooled_output"], pooled, atol=1e-5)
+    positions = np.array([[0, 8, 2], [5, 5, 1]], "int32")
+    rows = encoder.outputs_at(_inputs(config), positions)
+    np.testing.assert_allclose(
+        rows, np.take_along_axis(np.asarray(out["sequence_output"]),
+                                 positions[:, :, None], axis=1), atol=1e-5)
 
 
 def test_all_shared_variables_do_not_grow_with_depth():

@@ -162,3 +162,19 @@ def test_training_path_matches_inference_path(block_cls, policy):
         scale = max(1.0, float(np.abs(np.asarray(a)).max()))
         np.testing.assert_allclose(np.asarray(b) / scale, np.asarray(a) / scale,
                                    atol=atol, err_msg=w)
+
+
+def test_query_positions_give_the_rows_of_the_full_output():
+    import tensorflow as tf
+
+    block = SelfAttentionSubBlock(hidden_size=H, num_heads=N)
+    x, mask = _inputs()
+    positions = np.array([[0, 3, 3], [6, 0, 2]], "int32")
+    full = block(x, padding_mask=mask)
+    for training in (False, True):
+        rows = block(x, padding_mask=mask, query_positions=positions,
+                     training=training)
+        assert tuple(rows.shape) == (2, 3, H)
+        np.testing.assert_allclose(
+            rows, tf.gather(full, positions, batch_dims=1), atol=1e-5)
+    assert block.compute_output_shape((2, 7, H), (2, 7), (2, 3)) == (2, 3, H)
