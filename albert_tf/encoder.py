@@ -5,6 +5,7 @@ Shape legend: B batch, T sequence length, H hidden width.
 
 import keras
 
+from albert_tf import fused_ops
 from albert_tf.config import AlbertConfig
 from albert_tf.embedding import AlbertEmbedding
 from albert_tf.transformer import FeedForwardSubBlock, SelfAttentionSubBlock
@@ -167,8 +168,13 @@ class AlbertEncoder(keras.Model):
             positions: int `[B, Q]`.
             training: enables dropout (and the fused training kernels).
         """
-        return _run_blocks(self.embedding, self.sub_blocks, self.block_keys,
-                           inputs, training=training, last_positions=positions)[-1]
+        kernels = [layer.kernel for block in self.sub_blocks.values()
+                   for layer in block.dense_layers]
+        # Shared kernels are cast to the compute dtype once, not at each use.
+        with fused_ops.cast_once(kernels, self.embedding.compute_dtype):
+            return _run_blocks(self.embedding, self.sub_blocks, self.block_keys,
+                               inputs, training=training,
+                               last_positions=positions)[-1]
 
     @property
     def word_embeddings(self):

@@ -16,10 +16,15 @@ and a serving signature fed many shapes would pay on every new one. Under an
 outer `jit_compile=True` function (TPUs, GPUs) they are inlined into the
 outer computation like any other function.
 
+`cast_once` is the other saving: ALBERT's shared kernels are used by every
+layer, and mixed precision casts them to bfloat16 at each use.
+
 Shape legend: M rows (batch x length), I or H the feature width.
 """
 
+import contextlib
 import math
+import threading
 
 import tensorflow as tf
 
@@ -143,3 +148,53 @@ def residual_layer_norm(h, residual, gamma, beta, epsilon, bias=None):
     if bias is not None:
         args.append(tf.convert_to_tensor(bias))
     return _RESIDUAL_LAYER_NORMS[key](*args)
+
+
+_CACHE = threading.local()
+
+
+@tf.custom_gradient
+def _reuse_cast(value, cast_value):
+    def grad(dy):
+        # The gradient of one use, in the variable's dtype: the uses'
+        # gradients add up there, not in half precision.
+        return tf.cast(dy, value.dtype), None
+
+    return tf.identity(cast_value), grad
+
+
+@contextlib.contextmanager
+def cast_once(variables, dtype):
+    """Within the block, `cast_variable(v, dtype)` reuses one cast of each `v`.
+
+    Reads and casts every variable on entry, so use it around one forward
+    pass with no variable updates inside. Each use is an identity of the
+    cached cast whose gradient is that use's gradient cast back to the
+    variable's dtype: gradients are the same as with a cast at every use.
+    Must be entered outside any layer call (there Keras would hand out the
+    variables already cast); variables read as another dtype are skipped.
+
+    Args:
+        variables: Keras or TF variables.
+        dtype: the compute dtype; nothing is cached when it is the
+            variables' own.
+    """
+    cache = {}
+    for variable in variables:
+        value = tf.convert_to_tensor(variable)
+        if value.dtype != tf.as_dtype(dtype) and value.dtype == variable.dtype:
+            cache[id(variable)] = (value, tf.cast(value, dtype))
+    previous = getattr(_CACHE, "entries", None)
+    _CACHE.entries = cache
+    try:
+        yield
+    finally:
+        _CACHE.entries = previous
+
+
+def cast_variable(variable, dtype):
+    """`variable` cast to `dtype`, from `cast_once`'s cache when it has it."""
+    entry = (getattr(_CACHE, "entries", None) or {}).get(id(variable))
+    if entry is None or entry[1].dtype != tf.as_dtype(dtype):
+        return tf.cast(variable, dtype)
+    return _reuse_cast(*entry)

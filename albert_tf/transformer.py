@@ -26,7 +26,7 @@ def _fused(training):
 
 
 def _kernel(layer, dtype):
-    return ops.cast(layer.kernel, dtype)
+    return fused_ops.cast_variable(layer.kernel, dtype)
 
 
 def _add_norm(sub_block, h, bias, residual, training):
@@ -102,6 +102,10 @@ class SelfAttentionSubBlock(keras.layers.Layer):
         for layer in (self.query, self.key, self.value, self.output_dense):
             layer.build(x_shape)
         self.layer_norm.build(x_shape)
+
+    @property
+    def dense_layers(self):
+        return (self.query, self.key, self.value, self.output_dense)
 
     def _project(self, x, layers):
         """`x`'s projections by `layers` in one matmul: `[len(layers), B, N, T, D]`.
@@ -218,6 +222,10 @@ class FeedForwardSubBlock(keras.layers.Layer):
         self.intermediate.build(x_shape)
         self.output_dense.build(tuple(x_shape[:-1]) + (self.intermediate_size,))
         self.layer_norm.build(x_shape)
+
+    @property
+    def dense_layers(self):
+        return (self.intermediate, self.output_dense)
 
     def call(self, x, training=None):
         if _fused(training):

@@ -1,5 +1,7 @@
 """The fused kernels equal their plain formulas, values and gradients."""
 
+import contextlib
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -95,3 +97,37 @@ def test_a_constant_row_normalizes_to_beta():
                                         1e-12)
     assert np.all(np.isfinite(out))
     _assert_close(out, tf.stack([beta, beta]), atol=1e-6)
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_cast_once_gives_the_values_and_gradients_of_a_cast_per_use(jit_compile):
+    kernel = tf.Variable(_random((W, W), 0))
+    other = tf.Variable(_random((W, W), 1))
+    x = _random((M, W), 2, tf.bfloat16)
+
+    @tf.function(jit_compile=jit_compile)
+    def run(cached):
+        with tf.GradientTape() as tape:
+            with (fused_ops.cast_once([kernel], tf.bfloat16) if cached
+                  else contextlib.nullcontext()):
+                h = x
+                for _ in range(3):  # three uses of the shared kernel
+                    h = tf.tanh(tf.matmul(h, fused_ops.cast_variable(kernel, tf.bfloat16)))
+                h = tf.matmul(h, fused_ops.cast_variable(other, tf.bfloat16))
+            loss = tf.reduce_sum(tf.cast(h, tf.float32) * tf.range(W, dtype=tf.float32))
+        grads = tape.gradient(loss, [kernel, other])
+        return h, grads
+
+    h_cached, grads_cached = run(True)
+    h_plain, grads_plain = run(False)
+    assert grads_cached[0].dtype == tf.float32
+    _assert_close((h_cached, grads_cached), (h_plain, grads_plain), atol=0)
+
+
+def test_cast_once_leaves_float32_alone():
+    kernel = tf.Variable(_random((W, W), 0))
+    with fused_ops.cast_once([kernel], tf.float32):
+        value = fused_ops.cast_variable(kernel, tf.float32)
+        half = fused_ops.cast_variable(kernel, tf.bfloat16)
+    assert value.dtype == tf.float32 and half.dtype == tf.bfloat16
+    _assert_close(value, kernel, atol=0)
