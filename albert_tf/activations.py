@@ -18,18 +18,30 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _CUBIC = 0.044715
 
 
+def tanh_gelu_parts(x):
+    """`(gelu(x), t, x^2)` of the tanh GELU, `t = tanh(c * (x + a x^3))`.
+
+    `gelu(x) = x / 2 * (1 + t)`; `tanh_gelu_derivative` takes `t` and `x^2`.
+    """
+    x_squared = x * x
+    t = tf.tanh(x * (_SQRT_2_OVER_PI + (_SQRT_2_OVER_PI * _CUBIC) * x_squared))
+    return 0.5 * x * (1.0 + t), t, x_squared
+
+
+def tanh_gelu_derivative(x, t, x_squared):
+    """gelu'(x) = (1 + t) / 2 + x / 2 * (1 - t^2) * c * (1 + 3 a x^2)."""
+    du_dx = _SQRT_2_OVER_PI + (3.0 * _SQRT_2_OVER_PI * _CUBIC) * x_squared
+    return 0.5 * (1.0 + t) + (0.5 * x) * (1.0 - t * t) * du_dx
+
+
 @tf.custom_gradient
 def _gelu_tanh(x):
-    # gelu(x) = x / 2 * (1 + tanh(u)), u = c * (x + a * x^3)
-    x_squared = tf.square(x)
-    t = tf.tanh(x * (_SQRT_2_OVER_PI + (_SQRT_2_OVER_PI * _CUBIC) * x_squared))
+    y, t, x_squared = tanh_gelu_parts(x)
 
     def grad(dy):
-        # gelu'(x) = (1 + t) / 2 + x / 2 * (1 - t^2) * c * (1 + 3 a x^2)
-        du_dx = _SQRT_2_OVER_PI + (3.0 * _SQRT_2_OVER_PI * _CUBIC) * x_squared
-        return dy * (0.5 * (1.0 + t) + (0.5 * x) * (1.0 - tf.square(t)) * du_dx)
+        return dy * tanh_gelu_derivative(x, t, x_squared)
 
-    return 0.5 * x * (1.0 + t), grad
+    return y, grad
 
 
 def gelu(x):

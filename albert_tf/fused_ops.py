@@ -23,35 +23,25 @@ Shape legend: M rows (batch x length), I or H the feature width.
 """
 
 import contextlib
-import math
 import threading
 
 import tensorflow as tf
 
-_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
-_CUBIC = 0.044715
-
-
-def _tanh_gelu_parts(z):
-    """`(t, z^2)` of the tanh GELU, `t = tanh(c * (z + a z^3))`."""
-    z_squared = z * z
-    return tf.tanh(z * (_SQRT_2_OVER_PI + (_SQRT_2_OVER_PI * _CUBIC) * z_squared)), z_squared
+from albert_tf import activations
 
 
 @tf.function(jit_compile=True, autograph=False)
 def _bias_gelu_forward(x, bias):
-    z = tf.cast(x, tf.float32) + tf.cast(bias, tf.float32)
-    t, _ = _tanh_gelu_parts(z)
-    return tf.cast(0.5 * z * (1.0 + t), x.dtype)
+    y, _, _ = activations.tanh_gelu_parts(
+        tf.cast(x, tf.float32) + tf.cast(bias, tf.float32))
+    return tf.cast(y, x.dtype)
 
 
 @tf.function(jit_compile=True, autograph=False)
 def _bias_gelu_backward(x, bias, dy):
     z = tf.cast(x, tf.float32) + tf.cast(bias, tf.float32)
-    t, z_squared = _tanh_gelu_parts(z)
-    # gelu'(z) = (1 + t) / 2 + z / 2 * (1 - t^2) * c * (1 + 3 a z^2)
-    dz_du = _SQRT_2_OVER_PI + (3.0 * _SQRT_2_OVER_PI * _CUBIC) * z_squared
-    dz = tf.cast(dy, tf.float32) * (0.5 * (1.0 + t) + (0.5 * z) * (1.0 - t * t) * dz_du)
+    _, t, z_squared = activations.tanh_gelu_parts(z)
+    dz = tf.cast(dy, tf.float32) * activations.tanh_gelu_derivative(z, t, z_squared)
     return tf.cast(dz, x.dtype), tf.cast(tf.reduce_sum(dz, axis=0), bias.dtype)
 
 
@@ -104,8 +94,7 @@ def _layer_norm_backward(h, bias, residual, gamma, epsilon, dy):
     d_gamma = tf.cast(tf.reduce_sum(dy * x_hat, axis=0), gamma.dtype)
     d_beta = tf.cast(tf.reduce_sum(dy, axis=0), gamma.dtype)
     d_bias = None if bias is None else tf.cast(tf.reduce_sum(dz, axis=0), bias.dtype)
-    dz_h = tf.cast(dz, h.dtype)
-    return dz_h, d_bias, tf.cast(dz, residual.dtype), d_gamma, d_beta
+    return tf.cast(dz, h.dtype), d_bias, d_gamma, d_beta
 
 
 def _make_residual_layer_norm(epsilon, with_bias):
@@ -115,8 +104,10 @@ def _make_residual_layer_norm(epsilon, with_bias):
         bias = args[4] if with_bias else None
 
         def grad(dy):
-            dh, d_bias, d_residual, d_gamma, d_beta = _layer_norm_backward(
+            dh, d_bias, d_gamma, d_beta = _layer_norm_backward(
                 h, bias, residual, gamma, epsilon, dy)
+            # d(h + bias + residual) is one tensor: written once, used twice.
+            d_residual = dh if residual.dtype == dh.dtype else tf.cast(dh, residual.dtype)
             grads = (dh, d_residual, d_gamma, d_beta)
             return grads + (d_bias,) if with_bias else grads
 
