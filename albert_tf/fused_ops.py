@@ -30,11 +30,29 @@ import tensorflow as tf
 from albert_tf import activations
 
 
+def _narrow(x, dtype):
+    """Float32 `x` as `dtype`; to bfloat16 by integer round-to-nearest-even.
+
+    The same bits as `tf.cast` (NaN stays NaN). XLA's CPU backend converts
+    to bfloat16 one element at a time, which keeps the whole fused loop from
+    being vectorized; integer ops do not (bias + GELU on `[1024, 3072]`:
+    0.8 ms instead of 1.4).
+    """
+    if dtype != tf.bfloat16:
+        return tf.cast(x, dtype)
+    bits = tf.bitcast(x, tf.uint32)
+    odd = tf.bitwise.bitwise_and(tf.bitwise.right_shift(bits, 16), 1)
+    rounded = tf.bitwise.right_shift(bits + (0x7FFF + odd), 16)
+    quiet_nan = tf.bitwise.bitwise_or(tf.bitwise.right_shift(bits, 16), 0x40)
+    bits = tf.where(tf.math.is_nan(x), quiet_nan, rounded)
+    return tf.bitcast(tf.cast(bits, tf.uint16), tf.bfloat16)
+
+
 @tf.function(jit_compile=True, autograph=False)
 def _bias_gelu_forward(x, bias):
     y, _, _ = activations.tanh_gelu_parts(
         tf.cast(x, tf.float32) + tf.cast(bias, tf.float32))
-    return tf.cast(y, x.dtype)
+    return _narrow(y, x.dtype)
 
 
 @tf.function(jit_compile=True, autograph=False)
@@ -42,7 +60,7 @@ def _bias_gelu_backward(x, bias, dy):
     z = tf.cast(x, tf.float32) + tf.cast(bias, tf.float32)
     _, t, z_squared = activations.tanh_gelu_parts(z)
     dz = tf.cast(dy, tf.float32) * activations.tanh_gelu_derivative(z, t, z_squared)
-    return tf.cast(dz, x.dtype), tf.cast(tf.reduce_sum(dz, axis=0), bias.dtype)
+    return _narrow(dz, x.dtype), tf.cast(tf.reduce_sum(dz, axis=0), bias.dtype)
 
 
 @tf.custom_gradient
@@ -66,21 +84,29 @@ def bias_gelu(x, bias):
     return _bias_gelu(tf.convert_to_tensor(x), tf.convert_to_tensor(bias))
 
 
+def _row_mean(x):
+    """Mean over the last axis of float32 `[M, H]`, kept: `[M, 1]`.
+
+    A matrix-vector product: XLA's CPU backend runs it faster than its row
+    reduction (LayerNorm backward on `[1024, 768]`: 0.87 ms instead of 1.22).
+    """
+    return tf.matmul(x, tf.fill((x.shape[-1], 1), 1.0 / x.shape[-1]))
+
+
 def _normalize(h, bias, residual, epsilon):
     """Float32 `(x_hat, 1/std)` of LayerNorm over `h + bias + residual`."""
     z = tf.cast(h, tf.float32) + tf.cast(residual, tf.float32)
     if bias is not None:
         z += tf.cast(bias, tf.float32)
-    centered = z - tf.reduce_mean(z, axis=-1, keepdims=True)
-    inv_std = tf.math.rsqrt(
-        tf.reduce_mean(centered * centered, axis=-1, keepdims=True) + epsilon)
+    centered = z - _row_mean(z)
+    inv_std = tf.math.rsqrt(_row_mean(centered * centered) + epsilon)
     return centered * inv_std, inv_std
 
 
 @tf.function(jit_compile=True, autograph=False)
 def _layer_norm_forward(h, bias, residual, gamma, beta, epsilon):
     x_hat, _ = _normalize(h, bias, residual, epsilon)
-    return tf.cast(x_hat * tf.cast(gamma, tf.float32) + tf.cast(beta, tf.float32),
+    return _narrow(x_hat * tf.cast(gamma, tf.float32) + tf.cast(beta, tf.float32),
                    h.dtype)
 
 
@@ -89,12 +115,11 @@ def _layer_norm_backward(h, bias, residual, gamma, epsilon, dy):
     x_hat, inv_std = _normalize(h, bias, residual, epsilon)
     dy = tf.cast(dy, tf.float32)
     d_x_hat = dy * tf.cast(gamma, tf.float32)
-    dz = inv_std * (d_x_hat - tf.reduce_mean(d_x_hat, axis=-1, keepdims=True)
-                    - x_hat * tf.reduce_mean(d_x_hat * x_hat, axis=-1, keepdims=True))
+    dz = inv_std * (d_x_hat - _row_mean(d_x_hat) - x_hat * _row_mean(d_x_hat * x_hat))
     d_gamma = tf.cast(tf.reduce_sum(dy * x_hat, axis=0), gamma.dtype)
     d_beta = tf.cast(tf.reduce_sum(dy, axis=0), gamma.dtype)
     d_bias = None if bias is None else tf.cast(tf.reduce_sum(dz, axis=0), bias.dtype)
-    return tf.cast(dz, h.dtype), d_bias, d_gamma, d_beta
+    return _narrow(dz, h.dtype), d_bias, d_gamma, d_beta
 
 
 def _make_residual_layer_norm(epsilon, with_bias):

@@ -90,6 +90,27 @@ def test_bfloat16_in_bfloat16_out_float32_inside():
                   atol=3e-2)
 
 
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_integer_rounding_to_bfloat16_is_the_cast_bit_for_bit(jit_compile):
+    # Every exponent, ties, subnormals, +-0, +-inf, the float32 maximum
+    # (rounds to inf) and NaNs with any payload (stay NaN).
+    rng = np.random.default_rng(0)
+    bits = rng.integers(0, 2 ** 32, 200_000, dtype=np.uint64).astype(np.uint32)
+    ties = (bits & np.uint32(0xFFFF0000)) | np.uint32(0x8000)
+    special = np.array([0, 0x80000000, 0x7F800000, 0xFF800000, 0x7F7FFFFF,
+                        0x7F800001, 0xFFC00000, 0x7FFFFFFF, 0x00000001,
+                        0x007FFFFF, 0x3F80FFFF, 0x3F817FFF], np.uint32)
+    x = tf.constant(np.concatenate([bits, ties, special]).view(np.float32))
+    actual = tf.function(lambda x: fused_ops._narrow(x, tf.bfloat16),
+                         jit_compile=jit_compile)(x)
+    expected = tf.cast(x, tf.bfloat16)
+    nan = np.isnan(x.numpy())
+    assert np.isnan(tf.cast(actual, tf.float32).numpy()[nan]).all()
+    np.testing.assert_array_equal(
+        tf.bitcast(actual, tf.uint16).numpy()[~nan],
+        tf.bitcast(expected, tf.uint16).numpy()[~nan])
+
+
 def test_a_constant_row_normalizes_to_beta():
     h = tf.fill((2, W), 3.0)
     beta = _random((W,), 1)
