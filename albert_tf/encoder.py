@@ -168,10 +168,15 @@ class AlbertEncoder(keras.Model):
             positions: int `[B, Q]`.
             training: enables dropout (and the fused training kernels).
         """
-        kernels = [layer.kernel for block in self.sub_blocks.values()
-                   for layer in block.dense_layers]
-        # Shared kernels are cast to the compute dtype once, not at each use.
-        with fused_ops.cast_once(kernels, self.embedding.compute_dtype):
+        executed = [key for keys in self.block_keys for key in keys]
+        kernels, uses = [], []
+        for key, block in self.sub_blocks.items():
+            for layer in block.dense_layers:
+                kernels.append(layer.kernel)
+                uses.append(executed.count(key))
+        # Shared kernels are cast to the compute dtype once, not at each use,
+        # and the uses' gradients summed in one pass.
+        with fused_ops.cast_once(kernels, self.embedding.compute_dtype, uses=uses):
             return _run_blocks(self.embedding, self.sub_blocks, self.block_keys,
                                inputs, training=training,
                                last_positions=positions)[-1]
