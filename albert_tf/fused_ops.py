@@ -169,6 +169,49 @@ def residual_layer_norm(h, residual, gamma, beta, epsilon, bias=None):
     return _RESIDUAL_LAYER_NORMS[key](*args)
 
 
+def _row_sum(x):
+    """Sum over the last axis (a matrix-vector product, as in `_row_mean`)."""
+    rows = tf.matmul(tf.reshape(x, (-1, x.shape[-1])), tf.ones((x.shape[-1], 1)))
+    return tf.reshape(rows, tf.concat([tf.shape(x)[:-1], [1]], 0))
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _masked_softmax_forward(scores, penalty):
+    z = tf.cast(scores, tf.float32) + penalty[:, None, None, :]
+    e = tf.exp(z - tf.reduce_max(z, axis=-1, keepdims=True))
+    return _narrow(e / _row_sum(e), scores.dtype)
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _masked_softmax_backward(probs, d_probs):
+    p = tf.cast(probs, tf.float32)
+    dp = tf.cast(d_probs, tf.float32)
+    return _narrow(p * (dp - _row_sum(dp * p)), probs.dtype)
+
+
+@tf.custom_gradient
+def _masked_softmax(scores, penalty):
+    probs = _masked_softmax_forward(scores, penalty)
+
+    def grad(d_probs):
+        return _masked_softmax_backward(probs, d_probs), None
+
+    return probs, grad
+
+
+def masked_softmax(scores, penalty):
+    """`softmax(scores + penalty[:, None, None, :])` over the last axis, fused.
+
+    Args:
+        scores: `[B, N, T, S]` attention scores.
+        penalty: float32 `[B, S]`, added at every query (0 or the mask penalty).
+
+    Returns:
+        `[B, N, T, S]` in `scores`' dtype, computed in float32.
+    """
+    return _masked_softmax(tf.convert_to_tensor(scores), tf.convert_to_tensor(penalty))
+
+
 _CACHE = threading.local()
 
 

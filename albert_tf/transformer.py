@@ -143,11 +143,15 @@ class SelfAttentionSubBlock(keras.layers.Layer):
         q = q * ops.cast(1.0 / math.sqrt(self.head_size), q.dtype)
         scores = tf.matmul(q, k, transpose_b=True)  # [B, N, T, S]
         # Softmax in float32: half-precision exp/sum loses too much.
-        scores = ops.cast(scores, "float32")
         if padding_mask is not None:
             penalty = (1.0 - ops.cast(padding_mask, "float32")) * _MASK_PENALTY  # [B, S]
-            scores = scores + penalty[:, None, None, :]
-        probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
+        if _fused(training) and padding_mask is not None:
+            probs = fused_ops.masked_softmax(scores, penalty)
+        else:
+            scores = ops.cast(scores, "float32")
+            if padding_mask is not None:
+                scores = scores + penalty[:, None, None, :]
+            probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
         probs = self.attention_dropout_layer(probs, training=training)
         context = ops.matmul(probs, v)  # [B, N, T, D]
         batch, length = ops.shape(x)[0], ops.shape(x)[1]

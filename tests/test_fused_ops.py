@@ -111,6 +111,25 @@ def test_integer_rounding_to_bfloat16_is_the_cast_bit_for_bit(jit_compile):
         tf.bitcast(expected, tf.uint16).numpy()[~nan])
 
 
+@pytest.mark.parametrize("dtype", [tf.float32, tf.bfloat16])
+def test_masked_softmax_matches_the_formula(dtype):
+    scores = _random((2, 3, 5, 7), 0, dtype) * 4
+    mask = tf.constant([[1, 1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1, 1]], tf.float32)
+    penalty = (1.0 - mask) * -10000.0
+    dy = _random((2, 3, 5, 7), 1, dtype)
+
+    def reference(scores):
+        z = tf.cast(scores, tf.float32) + penalty[:, None, None, :]
+        return tf.cast(tf.nn.softmax(z, axis=-1), dtype)
+
+    actual = _value_and_grads(lambda s: fused_ops.masked_softmax(s, penalty),
+                              (scores,), dy, False)
+    expected = _value_and_grads(reference, (scores,), dy, False)
+    assert actual[0].dtype == actual[1][0].dtype == dtype
+    _assert_close(actual, expected, atol=1e-6 if dtype == tf.float32 else 1e-2)
+    assert np.all(np.asarray(actual[0])[0, :, :, 5:] == 0)
+
+
 def test_a_constant_row_normalizes_to_beta():
     h = tf.fill((2, W), 3.0)
     beta = _random((W,), 1)
