@@ -176,40 +176,40 @@ def _row_sum(x):
 
 
 @tf.function(jit_compile=True, autograph=False)
-def _masked_softmax_forward(scores, penalty):
-    z = tf.cast(scores, tf.float32) + penalty[:, None, None, :]
+def _masked_softmax_forward(scores, penalty, scale):
+    z = tf.cast(scores, tf.float32) * scale + penalty[:, None, None, :]
     e = tf.exp(z - tf.reduce_max(z, axis=-1, keepdims=True))
     return _narrow(e / _row_sum(e), scores.dtype)
 
 
 @tf.function(jit_compile=True, autograph=False)
-def _masked_softmax_backward(probs, d_probs):
+def _masked_softmax_backward(probs, d_probs, scale):
     p = tf.cast(probs, tf.float32)
     dp = tf.cast(d_probs, tf.float32)
-    return _narrow(p * (dp - _row_sum(dp * p)), probs.dtype)
+    return _narrow(scale * p * (dp - _row_sum(dp * p)), probs.dtype)
 
 
-@tf.custom_gradient
-def _masked_softmax(scores, penalty):
-    probs = _masked_softmax_forward(scores, penalty)
-
-    def grad(d_probs):
-        return _masked_softmax_backward(probs, d_probs), None
-
-    return probs, grad
-
-
-def masked_softmax(scores, penalty):
-    """`softmax(scores + penalty[:, None, None, :])` over the last axis, fused.
+def masked_softmax(scores, penalty, scale=1.0):
+    """`softmax(scale * scores + penalty[:, None, None, :])` over the last axis, fused.
 
     Args:
         scores: `[B, N, T, S]` attention scores.
         penalty: float32 `[B, S]`, added at every query (0 or the mask penalty).
+        scale: a Python float multiplying the scores (in float32).
 
     Returns:
         `[B, N, T, S]` in `scores`' dtype, computed in float32.
     """
-    return _masked_softmax(tf.convert_to_tensor(scores), tf.convert_to_tensor(penalty))
+    @tf.custom_gradient
+    def fn(scores, penalty):
+        probs = _masked_softmax_forward(scores, penalty, scale)
+
+        def grad(d_probs):
+            return _masked_softmax_backward(probs, d_probs, scale), None
+
+        return probs, grad
+
+    return fn(tf.convert_to_tensor(scores), tf.convert_to_tensor(penalty))
 
 
 _CACHE = threading.local()

@@ -140,16 +140,21 @@ class SelfAttentionSubBlock(keras.layers.Layer):
     def _attend(self, x, q, k, v, padding_mask, training):
         """Attention of `q` `[B, N, T, D]` over `k`, `v`; `x` `[B, T, H]` is
         the residual (the rows the queries were projected from)."""
-        q = q * ops.cast(1.0 / math.sqrt(self.head_size), q.dtype)
-        scores = tf.matmul(q, k, transpose_b=True)  # [B, N, T, S]
-        # Softmax in float32: half-precision exp/sum loses too much.
+        scale = 1.0 / math.sqrt(self.head_size)
+        penalty = None
         if padding_mask is not None:
             penalty = (1.0 - ops.cast(padding_mask, "float32")) * _MASK_PENALTY  # [B, S]
-        if _fused(training) and padding_mask is not None:
-            probs = fused_ops.masked_softmax(scores, penalty)
+        # Softmax in float32: half-precision exp/sum loses too much.
+        if _fused(training):
+            if penalty is None:
+                penalty = tf.zeros([tf.shape(k)[0], tf.shape(k)[2]])
+            # The scale is applied to the float32 scores inside the kernel.
+            probs = fused_ops.masked_softmax(
+                tf.matmul(q, k, transpose_b=True), penalty, scale)  # [B, N, T, S]
         else:
+            scores = tf.matmul(q * ops.cast(scale, q.dtype), k, transpose_b=True)
             scores = ops.cast(scores, "float32")
-            if padding_mask is not None:
+            if penalty is not None:
                 scores = scores + penalty[:, None, None, :]
             probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
         probs = self.attention_dropout_layer(probs, training=training)

@@ -119,10 +119,10 @@ def test_masked_softmax_matches_the_formula(dtype):
     dy = _random((2, 3, 5, 7), 1, dtype)
 
     def reference(scores):
-        z = tf.cast(scores, tf.float32) + penalty[:, None, None, :]
+        z = tf.cast(scores, tf.float32) * 0.3 + penalty[:, None, None, :]
         return tf.cast(tf.nn.softmax(z, axis=-1), dtype)
 
-    actual = _value_and_grads(lambda s: fused_ops.masked_softmax(s, penalty),
+    actual = _value_and_grads(lambda s: fused_ops.masked_softmax(s, penalty, 0.3),
                               (scores,), dy, False)
     expected = _value_and_grads(reference, (scores,), dy, False)
     assert actual[0].dtype == actual[1][0].dtype == dtype
