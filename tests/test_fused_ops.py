@@ -176,3 +176,27 @@ def test_cast_once_leaves_float32_alone():
         half = fused_ops.cast_variable(kernel, tf.bfloat16)
     assert value.dtype == tf.float32 and half.dtype == tf.bfloat16
     _assert_close(value, kernel, atol=0)
+
+
+def test_kernels_trace_with_unknown_shapes():
+    # An exported training signature traces with unknown batch and length.
+    matrix = tf.TensorSpec([None, W], tf.bfloat16)
+    scores_spec = tf.TensorSpec([None, None, None, None], tf.bfloat16)
+
+    @tf.function(input_signature=[matrix, matrix, scores_spec,
+                                  tf.TensorSpec([None, None], tf.float32)])
+    def run(x, residual, scores, penalty):
+        with tf.GradientTape() as tape:
+            tape.watch([x, scores])
+            h = fused_ops.bias_gelu(x, tf.zeros([W]))
+            h = fused_ops.residual_layer_norm(h, residual, tf.ones([W]), tf.zeros([W]),
+                                              1e-12)
+            probs = fused_ops.masked_softmax(scores, penalty, 0.5)
+        return h, probs, tape.gradient([h, probs], [x, scores])
+
+    x, residual = _random((M, W), 0, tf.bfloat16), _random((M, W), 1, tf.bfloat16)
+    scores = _random((2, 3, 4, 5), 2, tf.bfloat16)
+    h, probs, (dx, d_scores) = run(x, residual, scores, tf.zeros((2, 5)))
+    assert h.shape == dx.shape == (M, W) and probs.shape == d_scores.shape == (2, 3, 4, 5)
+    np.testing.assert_allclose(tf.reduce_sum(tf.cast(probs, tf.float32), -1), 1.0,
+                               atol=2e-2)
