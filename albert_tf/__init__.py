@@ -1,27 +1,53 @@
-"""ALBERT for TensorFlow 2 and Keras 3."""
+"""ALBERT for TensorFlow 2 and Keras 3.
 
+Subpackages, imported in one direction (a module imports only from the
+packages before its own):
+
+    config -> layers -> models -> training, convert -> tasks -> (export/) -> cli
+
+The public names below are loaded on first use, so `import albert_tf` (and
+`albert_tf.config`) stays cheap: no converter, training or export code is
+imported until it is asked for.
+"""
+
+import importlib
 import os
 
 # Layers here are written for the TensorFlow backend.
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
-from albert_tf.config import AlbertConfig, PRESETS, SHARE_MODES  # noqa: E402
-from albert_tf.embedding import AlbertEmbedding  # noqa: E402
-from albert_tf.encoder import AlbertEncoder  # noqa: E402
-from albert_tf.heads import MaskedLMHead, SentenceOrderHead  # noqa: E402
-from albert_tf.optimization import (  # noqa: E402
-    AdamW, Lamb, WarmupPolynomialDecay)
-from albert_tf.pretrainer import AlbertPretrainer  # noqa: E402
-from albert_tf.pretrained import load_pretrained  # noqa: E402
-from albert_tf.transformer import (  # noqa: E402
-    FeedForwardSubBlock, SelfAttentionSubBlock, TransformerBlock)
-from albert_tf.tasks.models import (  # noqa: E402
-    AlbertClassifier, AlbertMultipleChoice, AlbertSpanExtractor)
+_EXPORTS = {
+    "AlbertConfig": "albert_tf.config",
+    "PRESETS": "albert_tf.config",
+    "SHARE_MODES": "albert_tf.config",
+    "AlbertEmbedding": "albert_tf.layers.embedding",
+    "FeedForwardSubBlock": "albert_tf.layers.transformer",
+    "SelfAttentionSubBlock": "albert_tf.layers.transformer",
+    "TransformerBlock": "albert_tf.layers.transformer",
+    "MaskedLMHead": "albert_tf.layers.heads",
+    "SentenceOrderHead": "albert_tf.layers.heads",
+    "AlbertEncoder": "albert_tf.models.encoder",
+    "AlbertPretrainer": "albert_tf.models.pretrainer",
+    "AlbertClassifier": "albert_tf.models.task_models",
+    "AlbertMultipleChoice": "albert_tf.models.task_models",
+    "AlbertSpanExtractor": "albert_tf.models.task_models",
+    "AdamW": "albert_tf.training.optimization",
+    "Lamb": "albert_tf.training.optimization",
+    "WarmupPolynomialDecay": "albert_tf.training.optimization",
+    "load_pretrained": "albert_tf.convert.pretrained",
+}
 
-__all__ = [
-    "AlbertConfig", "AlbertEmbedding", "AlbertEncoder", "AlbertPretrainer",
-    "FeedForwardSubBlock", "MaskedLMHead", "PRESETS", "SHARE_MODES",
-    "SelfAttentionSubBlock", "SentenceOrderHead", "TransformerBlock",
-    "load_pretrained",
-    "AlbertClassifier", "AlbertMultipleChoice", "AlbertSpanExtractor",
-]
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'albert_tf' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

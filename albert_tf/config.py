@@ -19,9 +19,11 @@ import json
 import logging
 import os
 
-from albert_tf import activations
-
 SHARE_MODES = ("all", "attention", "ffn", "none")
+# `hidden_act` values (`albert_tf.layers.activations` implements each).
+ACTIVATION_NAMES = frozenset((
+    "gelu", "gelu_new", "gelu_exact", "relu", "tanh", "swish", "silu",
+    "linear"))
 
 # Keys found in official or Hugging Face config files that do not change the
 # model computed here (they are logged and dropped).
@@ -56,7 +58,7 @@ class AlbertConfig:
         inner_group_num: distinct blocks inside a group, run in sequence.
         num_attention_heads: N; `hidden_size` must be divisible by it.
         intermediate_size: I, the FFN width.
-        hidden_act: activation name (see `albert_tf.activations`).
+        hidden_act: activation name (see `ACTIVATION_NAMES`).
         hidden_dropout_prob: dropout on embeddings and sub-block outputs.
         attention_probs_dropout_prob: dropout on attention probabilities.
         max_position_embeddings: rows of the position table (longest input).
@@ -127,10 +129,10 @@ class AlbertConfig:
             raise ValueError(
                 f"AlbertConfig.share must be one of {SHARE_MODES}. "
                 f"Received: share={self.share!r}")
-        if self.hidden_act not in activations.NAMES:
+        if self.hidden_act not in ACTIVATION_NAMES:
             raise ValueError(
                 f"AlbertConfig.hidden_act must be one of "
-                f"{sorted(activations.NAMES)}. "
+                f"{sorted(ACTIVATION_NAMES)}. "
                 f"Received: hidden_act={self.hidden_act!r}")
 
     # --- Derived values ---------------------------------------------------

@@ -9,7 +9,7 @@ and queries the exported model, offline, in about ten minutes on 2 CPU cores:
    `python -m data_prep.build_vocab`).
 3. records: pretraining TFRecords (`data_prep.pipeline.create_pretraining_data`,
    the library of `python -m data_prep.create_pretraining_data`).
-4. pretrain: the `tiny` preset (`albert_tf.train_lib.run_pretraining`, the
+4. pretrain: the `tiny` preset (`albert_tf.training.pretraining.run_pretraining`, the
    library of `python -m albert_tf.run_pretraining`), evaluating every
    checkpoint on the held-out records; the best goes to `pretrain/best/`.
 5. export: the SavedModels (`export.exporter.export_from_checkpoint`, the
@@ -243,7 +243,7 @@ def query_saved_model(path, fill_mask_queries=FILL_MASK_QUERIES,
 
 def training_curves(pretrain_dir, png_path, baselines=None):
     """Draws losses and accuracies over steps from the run's event files."""
-    from albert_tf import plot
+    from tools import plot
 
     baselines = baselines or {}
     train = plot.read_scalars(os.path.join(pretrain_dir, "train"))
@@ -300,7 +300,7 @@ def run(output_dir, input_file=None, max_corpus_chars=2_000_000,
     """
     import tensorflow as tf
 
-    from albert_tf import train_lib
+    from albert_tf.training import pretraining as train_lib
     from data_prep import builtin_corpus, instances, pipeline, vocab
     from export import exporter
 

@@ -100,7 +100,7 @@ def _time_interleaved(runs, repeats):
 
 def albert_tf_row(config, features, dtype, steps, jit_compile=None):
     """A callable running `steps` steps of the driver's compiled loop."""
-    from albert_tf import train_lib
+    from albert_tf.training import pretraining as train_lib
 
     options = train_lib.PretrainingOptions(
         input_file="unused", output_dir="unused", config=config,

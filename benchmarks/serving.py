@@ -108,7 +108,7 @@ def run(preset, seq_length, batch, iters_b1, iters_b32, warmup, workdir):
         encoder's at `batch`.
     """
     from albert_tf import AlbertConfig, AlbertPretrainer
-    from albert_tf import checkpoint as checkpoint_lib
+    from albert_tf.training import checkpoint as checkpoint_lib
     from data_prep import text as text_lib
     from export import exporter
     from export import preprocessing

@@ -11,9 +11,9 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import checkpoint as checkpoint_lib
+from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.config import AlbertConfig
-from albert_tf.pretrainer import AlbertPretrainer
+from albert_tf.models.pretrainer import AlbertPretrainer
 from data_prep import vocab
 from export import layout
 from export import preprocessing
@@ -131,7 +131,7 @@ def export_from_checkpoint(checkpoint, albert_config_file, spm_model_file,
 
     Args:
         checkpoint: a checkpoint prefix or a directory (see
-            `albert_tf.checkpoint.restore_model`).
+            `albert_tf.training.checkpoint.restore_model`).
         albert_config_file: the model's `albert_config.json`.
         spm_model_file: its SentencePiece model.
         export_dir: TF Serving base folder.

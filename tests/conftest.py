@@ -228,7 +228,7 @@ def exported_albert(tmp_path_factory, spm_model_path):
     from absl import flags
 
     from albert_tf import AlbertConfig, AlbertPretrainer
-    from albert_tf import checkpoint
+    from albert_tf.training import checkpoint
     from export import export_saved_model
 
     sp_model = spm.SentencePieceProcessor(model_file=spm_model_path)

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from albert_tf import activations
+from albert_tf.layers import activations
 
 
 def _gelu_tanh(x):

@@ -3,7 +3,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertConfig, AlbertPretrainer
-from albert_tf import checkpoint
+from albert_tf.training import checkpoint
 
 
 def _model(**overrides):

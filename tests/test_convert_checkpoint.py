@@ -4,7 +4,7 @@ import sys
 
 import numpy as np
 
-from albert_tf import checkpoint
+from albert_tf.training import checkpoint
 from albert_tf.convert import safetensors_io
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -27,7 +27,7 @@ def test_cli_converts_and_reports_bad_inputs(tmp_path, random_pretrainer,
                   "--target=huggingface")
     assert result.returncode == 0, result.stderr
     assert "80 tensors mapped" in result.stderr
-    from albert_tf.pretrained import load_pretrained
+    from albert_tf.convert.pretrained import load_pretrained
     assert_same_model(model, load_pretrained(hf))
 
     # A tensor with a wrong shape: the CLI fails, names it and writes nothing.

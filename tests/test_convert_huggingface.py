@@ -5,12 +5,12 @@ import os
 import numpy as np
 import pytest
 
-from albert_tf import checkpoint
+from albert_tf.training import checkpoint
 from albert_tf.convert import core
 from albert_tf.convert import huggingface
 from albert_tf.convert import names
 from albert_tf.convert import safetensors_io
-from albert_tf.pretrained import convert_checkpoint, load_pretrained
+from albert_tf.convert.pretrained import convert_checkpoint, load_pretrained
 
 _CONFIGS = {
     "groups_2_inner_2": dict(num_hidden_groups=2, inner_group_num=2),

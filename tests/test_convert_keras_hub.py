@@ -3,11 +3,11 @@ import os
 import numpy as np
 import pytest
 
-from albert_tf import checkpoint
+from albert_tf.training import checkpoint
 from albert_tf.convert import core
 from albert_tf.convert import keras_hub as keras_hub_convert
 from albert_tf.convert import names
-from albert_tf.pretrained import convert_checkpoint, detect_format, load_pretrained
+from albert_tf.convert.pretrained import convert_checkpoint, detect_format, load_pretrained
 
 keras_hub = pytest.importorskip("keras_hub")
 

@@ -1,7 +1,7 @@
 import pytest
 import tensorflow as tf
 
-from albert_tf import distribute
+from albert_tf.training import distribute
 
 
 def test_default_choice_and_one_device():

@@ -30,7 +30,8 @@ import time
 
 import pytest
 
-from albert_tf import AlbertConfig, train_lib
+from albert_tf import AlbertConfig
+from albert_tf.training import pretraining as train_lib
 from albert_tf.tasks import runners
 from data_prep import builtin_corpus, instances, pipeline, vocab
 

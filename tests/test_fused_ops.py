@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import activations, fused_ops
+from albert_tf.layers import activations
+from albert_tf.layers import fused_ops
 
 M, W = 6, 40
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import input_pipeline
+from albert_tf.training import input_pipeline
 
 L, P = 16, 4
 

@@ -1,7 +1,7 @@
 import numpy as np
 import tensorflow as tf
 
-from albert_tf import losses
+from albert_tf.training import losses
 
 
 def _numpy_log_softmax(x):

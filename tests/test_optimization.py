@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import optimization
+from albert_tf.training import optimization
 
 
 def _official_update(params, grads, m, v, lr, layer_adaptation, wd=0.01,

@@ -3,7 +3,8 @@
 import numpy as np
 import tensorflow as tf
 
-from albert_tf import plot, train_lib
+from tools import plot
+from albert_tf.training import pretraining as train_lib
 
 
 def test_png_round_trips_through_a_decoder(tmp_path):

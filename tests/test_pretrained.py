@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import checkpoint
+from albert_tf.training import checkpoint
 from albert_tf.convert import core
-from albert_tf.pretrained import (convert_checkpoint, detect_format,
+from albert_tf.convert.pretrained import (convert_checkpoint, detect_format,
                                   load_pretrained, spm_model_path)
 
 

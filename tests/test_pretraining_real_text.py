@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertConfig, input_pipeline, train_lib
+from albert_tf import AlbertConfig
+from albert_tf.training import input_pipeline
+from albert_tf.training import pretraining as train_lib
 from data_prep import builtin_corpus, instances, pipeline, vocab
 
 SEQ, PRED = 64, 10

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from export import rest_examples
+from tools import rest_examples
 
 
 @pytest.mark.parametrize("index", range(len(rest_examples.EXAMPLES)))

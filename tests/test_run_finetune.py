@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from albert_tf import AlbertConfig, AlbertPretrainer
-from albert_tf import checkpoint as checkpoint_lib
+from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.tasks import runners
 from tests import tasks_testdata
 

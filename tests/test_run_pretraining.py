@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertConfig
-from albert_tf.optimization import WarmupPolynomialDecay
+from albert_tf.training.optimization import WarmupPolynomialDecay
 from tests import test_train_lib as t
 
 REPO = t.REPO
@@ -120,7 +120,8 @@ def test_sigkill_resume_and_sigterm_save(tmp_path):
 _WORKER = textwrap.dedent("""
     import json, os, sys
     import numpy as np
-    from albert_tf import distribute, train_lib
+    from albert_tf.training import distribute
+    from albert_tf.training import pretraining as train_lib
     from tests import test_train_lib as t
 
     data, out, task = sys.argv[1], sys.argv[2], int(sys.argv[3])

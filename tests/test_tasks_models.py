@@ -8,7 +8,8 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertConfig, AlbertEncoder
-from albert_tf.tasks import heads, models
+from albert_tf.layers import task_heads as heads
+from albert_tf.models import task_models as models
 from tests.layer_checks import assert_nested_close, run_layer_test
 
 CONFIG = AlbertConfig.from_preset("tiny", num_hidden_layers=2)

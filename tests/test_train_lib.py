@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertConfig, train_lib
+from albert_tf import AlbertConfig
+from albert_tf.training import pretraining as train_lib
 from data_prep import schema
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -121,7 +122,7 @@ _MIRRORED_SCRIPT = textwrap.dedent("""
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     import numpy as np
-    from albert_tf import train_lib
+    from albert_tf.training import pretraining as train_lib
     from tests import test_train_lib as t
 
     data, out = sys.argv[1], sys.argv[2]

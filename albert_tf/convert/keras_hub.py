@@ -19,7 +19,7 @@ import os
 from albert_tf.config import AlbertConfig
 from albert_tf.convert import core
 from albert_tf.convert import names
-from albert_tf.encoder import AlbertEncoder
+from albert_tf.models.encoder import AlbertEncoder
 
 CONFIG_NAME = "config.json"
 TASK_CONFIG_NAME = "task.json"

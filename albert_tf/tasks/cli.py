@@ -7,7 +7,7 @@ in `albert_tf.tasks.runners`.
 
 from absl import app, flags, logging
 
-from albert_tf import distribute
+from albert_tf.training import distribute
 
 FLAGS = flags.FLAGS
 

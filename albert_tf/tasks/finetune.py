@@ -20,11 +20,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from albert_tf import checkpoint as checkpoint_lib
-from albert_tf import optimization
+from albert_tf.training import checkpoint as checkpoint_lib
+from albert_tf.training import optimization
 from albert_tf.config import AlbertConfig
-from albert_tf.encoder import INPUT_NAMES
-from albert_tf.pretrainer import AlbertPretrainer
+from albert_tf.models.encoder import INPUT_NAMES
+from albert_tf.models.pretrainer import AlbertPretrainer
 
 DTYPES = {"float32": None, "bfloat16": "mixed_bfloat16"}
 BEST_DIR = "best"

@@ -13,8 +13,9 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from albert_tf import checkpoint as checkpoint_lib
-from albert_tf.tasks import finetune, glue, metrics, models, race, squad
+from albert_tf.training import checkpoint as checkpoint_lib
+from albert_tf.tasks import finetune, glue, metrics, race, squad
+from albert_tf.models import task_models as models
 from albert_tf.tasks.tokenization import Tokenizer
 
 
@@ -135,7 +136,7 @@ def run_classifier(task_name, data_dir, output_dir, **kwargs):
         report["submission"] = glue.write_submission(
             task, examples, outputs["logits"], output_dir)
     if options["export_dir"]:
-        from albert_tf.tasks import export as export_lib
+        from export import tasks as export_lib
 
         report["export"] = export_lib.export_classifier(
             tuner.model, spm_path, options["export_dir"],
@@ -213,7 +214,7 @@ def run_squad(output_dir, **kwargs):
         report["predictions"] = squad.write_predictions(output_dir, answers,
                                                         na_probs)
     if options["export_dir"]:
-        from albert_tf.tasks import export as export_lib
+        from export import tasks as export_lib
 
         report["export"] = export_lib.export_span_extractor(
             tuner.model, spm_path, options["export_dir"],

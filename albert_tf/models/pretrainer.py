@@ -7,8 +7,8 @@ import keras
 from keras import ops
 
 from albert_tf.config import AlbertConfig
-from albert_tf.encoder import INPUT_NAMES, AlbertEncoder
-from albert_tf.heads import MaskedLMHead, SentenceOrderHead
+from albert_tf.models.encoder import INPUT_NAMES, AlbertEncoder
+from albert_tf.layers.heads import MaskedLMHead, SentenceOrderHead
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")

@@ -12,8 +12,8 @@ model.
 import keras
 from keras import ops
 
-from albert_tf.encoder import INPUT_NAMES, AlbertEncoder
-from albert_tf.tasks.heads import (ClassificationHead, FoldChoices,
+from albert_tf.models.encoder import INPUT_NAMES, AlbertEncoder
+from albert_tf.layers.task_heads import (ClassificationHead, FoldChoices,
                                    MultipleChoiceHead, SpanHead)
 
 

@@ -2,7 +2,7 @@
 
 Formats (`FORMATS`):
 
-- `albert_tf`: this project's model directory (`albert_tf.checkpoint`).
+- `albert_tf`: this project's model directory (`albert_tf.training.checkpoint`).
 - `tf1`: an official TF1 release directory, a TF-Hub module directory or a
   checkpoint prefix (`albert_tf.convert.tf1`).
 - `huggingface`: a Hugging Face directory (`albert_tf.convert.huggingface`).
@@ -18,12 +18,12 @@ import os
 
 import tensorflow as tf
 
-from albert_tf import checkpoint
+from albert_tf.training import checkpoint
 from albert_tf.convert import core
 from albert_tf.convert import huggingface
 from albert_tf.convert import keras_hub
 from albert_tf.convert import tf1
-from albert_tf.pretrainer import AlbertPretrainer
+from albert_tf.models.pretrainer import AlbertPretrainer
 
 FORMATS = ("albert_tf", "tf1", "huggingface", "keras_hub")
 TARGETS = ("albert_tf", "tf1", "huggingface")

@@ -18,7 +18,7 @@ import os
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
-from albert_tf.pretrainer import AlbertPretrainer
+from albert_tf.models.pretrainer import AlbertPretrainer
 
 CONFIG_NAME = "albert_config.json"
 SPM_NAME = "spm.model"

@@ -5,10 +5,10 @@ Shape legend: B batch, T sequence length, H hidden width.
 
 import keras
 
-from albert_tf import fused_ops
+from albert_tf.layers import fused_ops
 from albert_tf.config import AlbertConfig
-from albert_tf.embedding import AlbertEmbedding
-from albert_tf.transformer import FeedForwardSubBlock, SelfAttentionSubBlock
+from albert_tf.layers.embedding import AlbertEmbedding
+from albert_tf.layers.transformer import FeedForwardSubBlock, SelfAttentionSubBlock
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 

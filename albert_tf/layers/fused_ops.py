@@ -30,7 +30,7 @@ import threading
 
 import tensorflow as tf
 
-from albert_tf import activations
+from albert_tf.layers import activations
 
 
 def _narrow(x, dtype):

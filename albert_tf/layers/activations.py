@@ -14,6 +14,8 @@ import math
 import keras
 import tensorflow as tf
 
+from albert_tf.config import ACTIVATION_NAMES
+
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _CUBIC = 0.044715
 
@@ -65,7 +67,7 @@ _ACTIVATIONS = {
     "linear": keras.activations.linear,
 }
 
-NAMES = frozenset(_ACTIVATIONS)
+NAMES = ACTIVATION_NAMES
 # The names of the tanh GELU (`fused_ops.bias_gelu` computes it).
 TANH_GELU_NAMES = frozenset(("gelu", "gelu_new"))
 
@@ -81,3 +83,6 @@ def get(name):
     except KeyError:
         raise ValueError(f"Unknown activation. Received: {name!r}. "
                          f"Known: {sorted(NAMES)}") from None
+
+
+assert set(_ACTIVATIONS) == NAMES, "config.ACTIVATION_NAMES is out of date"

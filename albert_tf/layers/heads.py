@@ -8,7 +8,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from albert_tf import activations
+from albert_tf.layers import activations
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")

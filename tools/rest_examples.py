@@ -1,7 +1,7 @@
 """The TF Serving REST examples of the README, and a local stand-in server.
 
 `EXAMPLES` holds every documented request with the response it promises; the
-README section is rendered from them (`python -m export.rest_examples` prints
+README section is rendered from them (`python -m tools.rest_examples` prints
 it), and the tests push the same requests through the exported signatures
 with `predict`, which maps JSON to tensors and back the way the model server's
 REST API does:

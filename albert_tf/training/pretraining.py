@@ -30,14 +30,14 @@ from absl import logging
 import keras
 import tensorflow as tf
 
-from albert_tf import checkpoint as checkpoint_lib
-from albert_tf import distribute
-from albert_tf import input_pipeline
-from albert_tf import losses
-from albert_tf import optimization
+from albert_tf.training import checkpoint as checkpoint_lib
+from albert_tf.training import distribute
+from albert_tf.training import input_pipeline
+from albert_tf.training import losses
+from albert_tf.training import optimization
 from albert_tf.config import AlbertConfig
-from albert_tf.encoder import INPUT_NAMES
-from albert_tf.pretrainer import AlbertPretrainer
+from albert_tf.models.encoder import INPUT_NAMES
+from albert_tf.models.pretrainer import AlbertPretrainer
 
 MODEL_INPUTS = INPUT_NAMES + ("masked_lm_positions",)
 DTYPES = {"float32": None, "bfloat16": "mixed_bfloat16"}

@@ -14,7 +14,8 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from albert_tf import activations, fused_ops
+from albert_tf.layers import activations
+from albert_tf.layers import fused_ops
 
 # Added to attention scores at padded key positions (official value).
 _MASK_PENALTY = -10000.0

@@ -1,0 +1,2 @@
+"""Developer tools outside the runtime package: plotting and the REST
+example renderer."""
