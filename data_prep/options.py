@@ -1,0 +1,136 @@
+"""Options dataclasses that produce their own absl flags.
+
+Every job of the project (data prep, pretraining, each fine-tuning task,
+export) has one dataclass holding its options. Its fields are the flags:
+the field name is the flag name (the official one where the official scripts
+had it), the default is the flag default, and `option(...)` carries the help
+text and, where needed, the allowed values. A program defines the flags only
+when it runs (`run`), so library modules never touch the global flag
+registry and any number of programs can be imported into one process.
+
+This module sits at the bottom of the import order (it needs only absl), so
+data prep's programs use it as well as the training and export ones.
+
+    @dataclasses.dataclass
+    class Options:
+        input_file: str = option(None, "Text files.", required=True)
+        dupe_factor: int = option(40, "Copies of the data.")
+
+    def main(options):             # a library function
+        ...
+
+    if __name__ == "__main__":
+        options_lib.run(Options, main)
+"""
+
+import dataclasses
+import sys
+import traceback
+import typing
+
+from absl import app
+from absl import flags
+from absl import logging
+
+
+def option(default, help, *, choices=None, required=False):
+    """A dataclass field that is also a flag.
+
+    Args:
+        default: the default value (None for "unset").
+        help: the flag's help text.
+        choices: allowed values (an enum flag).
+        required: the program refuses to run without it.
+    """
+    return dataclasses.field(default=default, metadata={
+        "help": help, "choices": choices, "required": required})
+
+
+def _flag_type(hint):
+    """`str`, `int`, `float` or `bool` from a field's annotation."""
+    if typing.get_origin(hint) is typing.Union:
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(args) == 1:
+            return _flag_type(args[0])
+    if hint in (str, int, float, bool):
+        return hint
+    return None
+
+
+def flag_fields(options_cls):
+    """`(field, python type)` of each field of `options_cls` that is a flag.
+
+    Fields made with `option(...)` are flags; others (objects a library
+    caller passes, like a config or a strategy) are not.
+    """
+    hints = typing.get_type_hints(options_cls)
+    result = []
+    for field in dataclasses.fields(options_cls):
+        if "help" not in field.metadata:
+            continue
+        kind = _flag_type(hints[field.name])
+        if kind is None:
+            raise TypeError(f"{options_cls.__name__}.{field.name}: a flag must "
+                            f"be str, int, float or bool. Received: "
+                            f"{hints[field.name]!r}")
+        result.append((field, kind))
+    return result
+
+
+def define_flags(options_cls, flag_values=flags.FLAGS):
+    """Defines one absl flag per flag field of `options_cls`."""
+    definers = {str: flags.DEFINE_string, int: flags.DEFINE_integer,
+                float: flags.DEFINE_float, bool: flags.DEFINE_bool}
+    for field, kind in flag_fields(options_cls):
+        meta = field.metadata
+        if meta["choices"]:
+            flags.DEFINE_enum(field.name, field.default, list(meta["choices"]),
+                              meta["help"], flag_values=flag_values)
+        else:
+            definers[kind](field.name, field.default, meta["help"],
+                           flag_values=flag_values)
+        if meta["required"]:
+            flags.mark_flag_as_required(field.name, flag_values=flag_values)
+
+
+def from_flags(options_cls, flag_values=flags.FLAGS, **extra):
+    """An `options_cls` with every flag field read from `flag_values`.
+
+    Args:
+        options_cls: the dataclass.
+        flag_values: parsed flags (those `define_flags` defined).
+        **extra: values of the non-flag fields.
+    """
+    values = {field.name: flag_values[field.name].value
+              for field, _ in flag_fields(options_cls)}
+    return options_cls(**values, **extra)
+
+
+def check_no_arguments(argv):
+    """Raises `app.UsageError` on positional arguments."""
+    if len(argv) > 1:
+        raise app.UsageError("Unexpected arguments: %s" % " ".join(argv[1:]))
+
+
+def run(options_cls, main_fn, argv=None):
+    """Defines the flags of `options_cls`, parses the command line and calls
+    `main_fn(options)`.
+
+    A `ValueError` or `OSError` from `main_fn` (a bad option or input,
+    detected by the library) ends the program with one line naming the
+    problem, prefixed by the program's name, and exit status 1 (the
+    traceback is logged with `--verbosity=1`).
+    """
+    define_flags(options_cls)
+    program = (argv or sys.argv)[0].rsplit("/", 1)[-1].removesuffix(".py")
+
+    def main(args):
+        check_no_arguments(args)
+        options = from_flags(options_cls)
+        try:
+            return main_fn(options)
+        except (ValueError, OSError) as e:
+            logging.debug("%s", traceback.format_exc())  # --verbosity=1
+            sys.exit(f"{program}: error: {e}")
+
+    app.run(main, argv=argv)
