@@ -77,18 +77,27 @@ def flag_fields(options_cls):
     return result
 
 
-def define_flags(options_cls, flag_values=flags.FLAGS):
-    """Defines one absl flag per flag field of `options_cls`."""
+def define_flags(options_cls, flag_values=flags.FLAGS, module_name=None):
+    """Defines one absl flag per flag field of `options_cls`.
+
+    Args:
+        options_cls: the options dataclass.
+        flag_values: where to define them (tests pass their own).
+        module_name: the module the flags belong to (what `--help` lists);
+            default: the program being run.
+    """
+    module_name = module_name or sys.argv[0]
     definers = {str: flags.DEFINE_string, int: flags.DEFINE_integer,
                 float: flags.DEFINE_float, bool: flags.DEFINE_bool}
     for field, kind in flag_fields(options_cls):
         meta = field.metadata
         if meta["choices"]:
             flags.DEFINE_enum(field.name, field.default, list(meta["choices"]),
-                              meta["help"], flag_values=flag_values)
+                              meta["help"], flag_values=flag_values,
+                              module_name=module_name)
         else:
             definers[kind](field.name, field.default, meta["help"],
-                           flag_values=flag_values)
+                           flag_values=flag_values, module_name=module_name)
         if meta["required"]:
             flags.mark_flag_as_required(field.name, flag_values=flag_values)
 
@@ -112,15 +121,22 @@ def check_no_arguments(argv):
         raise app.UsageError("Unexpected arguments: %s" % " ".join(argv[1:]))
 
 
-def run(options_cls, main_fn, argv=None):
+# Errors that mean "bad option or input": reported as one line.
+USER_ERRORS = (ValueError, OSError)
+
+
+def run(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None):
     """Defines the flags of `options_cls`, parses the command line and calls
     `main_fn(options)`.
 
-    A `ValueError` or `OSError` from `main_fn` (a bad option or input,
-    detected by the library) ends the program with one line naming the
-    problem, prefixed by the program's name, and exit status 1 (the
-    traceback is logged with `--verbosity=1`).
+    An exception of the `errors` types from `main_fn` (a bad option or
+    input, detected by the library) ends the program with one line naming
+    the problem, prefixed by the program's name, and exit status 1 (the
+    traceback is logged with `--verbosity=1`). `doc` (the program module's
+    docstring) is what `--help` prints above the flags.
     """
+    if doc:
+        sys.modules["__main__"].__doc__ = doc
     define_flags(options_cls)
     program = (argv or sys.argv)[0].rsplit("/", 1)[-1].removesuffix(".py")
 
@@ -128,8 +144,8 @@ def run(options_cls, main_fn, argv=None):
         check_no_arguments(args)
         options = from_flags(options_cls)
         try:
-            return main_fn(options)
-        except (ValueError, OSError) as e:
+            main_fn(options)  # Its result is for library callers.
+        except errors as e:
             logging.debug("%s", traceback.format_exc())  # --verbosity=1
             sys.exit(f"{program}: error: {e}")
 

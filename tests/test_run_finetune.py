@@ -12,7 +12,9 @@ import pytest
 
 from albert_tf import AlbertConfig, AlbertPretrainer
 from albert_tf.training import checkpoint as checkpoint_lib
+from albert_tf.cli import run_classifier, run_race, run_squad
 from albert_tf.tasks import runners
+from albert_tf.training import results
 from tests import tasks_testdata
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -44,7 +46,7 @@ def _fresh_python(code):
 def test_run_classifier_cli_export_serves_raw_text(model_dir, tmp_path):
     data_dir = tasks_testdata.write_glue(str(tmp_path / "glue"))["mrpc"]
     out, serving = str(tmp_path / "run"), str(tmp_path / "serving")
-    args = [f"--task_name=MRPC", f"--data_dir={data_dir}",
+    args = ["--task_name=MRPC", f"--data_dir={data_dir}",
             f"--init_checkpoint={model_dir}", f"--output_dir={out}",
             "--do_train", "--do_eval", "--do_predict", "--max_seq_length=24",
             f"--export_dir={serving}"] + [f"--{k}={v}" for k, v in FAST.items()]
@@ -54,10 +56,14 @@ def test_run_classifier_cli_export_serves_raw_text(model_dir, tmp_path):
                           timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     # Both checkpoints were evaluated; the best one was kept.
-    lines = open(os.path.join(out, "eval_results.txt")).read().splitlines()
-    steps = [json.loads(line)["step"] for line in lines[:-1]]
-    assert steps == [2, 4] and lines[-1].startswith("best ")
-    assert os.path.exists(os.path.join(out, "best", "model.ckpt.index"))
+    evaluated = results.read_eval_results(os.path.join(out, "eval_results.txt"))
+    assert [r["global_step"] for r in evaluated] == [2, 4]
+    assert [r["checkpoint"] for r in evaluated] == ["ckpt-2", "ckpt-4"]
+    best = results.best_result(out)
+    assert best["score"] == max(r["score"] for r in evaluated)
+    for name in ("model.ckpt.index", "eval_results.txt", "albert_config.json",
+                 "task.json"):
+        assert os.path.exists(os.path.join(out, "best", name)), name
     submission = open(os.path.join(out, "MRPC.tsv")).read().splitlines()
     assert submission[0] == "index\tprediction" and len(submission) == 2
     export_path = os.path.join(serving, "albert_mrpc", "1")
@@ -81,13 +87,15 @@ def test_run_regression_and_resume(model_dir, tmp_path):
     data_dir = tasks_testdata.write_glue(str(tmp_path / "glue"))["sts-b"]
     out = str(tmp_path / "run")
     options = dict(FAST, init_checkpoint=model_dir, max_seq_length=24)
-    report = runners.run_classifier("sts-b", data_dir, out, do_train=True,
-                                    **dict(options, train_step=2))
-    assert report["train_history"][-1][0] == 2
+    _, report = runners.run_classifier(runners.ClassifierOptions(
+        task_name="sts-b", data_dir=data_dir, output_dir=out, do_train=True,
+        **dict(options, train_step=2)))
+    assert report["train"]["history"][-1][0] == 2
     # A second run resumes at step 2 and trains to 4.
-    report = runners.run_classifier("sts-b", data_dir, out, do_train=True,
-                                    do_eval=True, do_predict=True, **options)
-    assert [s for s, _ in report["train_history"]] == [4]
+    _, report = runners.run_classifier(runners.ClassifierOptions(
+        task_name="sts-b", data_dir=data_dir, output_dir=out, do_train=True,
+        do_eval=True, do_predict=True, **options))
+    assert [s for s, _ in report["train"]["history"]] == [4]
     assert {"pearson", "spearman"} <= set(report["best"])
     rows = open(report["submission"]).read().splitlines()
     assert rows[1].split("\t")[1].replace(".", "").lstrip("-").isdigit()
@@ -97,11 +105,11 @@ def test_run_squad_v2_and_export(model_dir, tmp_path):
     path, context = tasks_testdata.write_squad(str(tmp_path / "sq.json"),
                                                version_2=True)
     out, serving = str(tmp_path / "run"), str(tmp_path / "serving")
-    report = runners.run_squad(
-        out, train_file=path, predict_file=path, version_2_with_negative=True,
-        init_checkpoint=model_dir, max_seq_length=48, doc_stride=16,
-        max_query_length=12, do_train=True, do_eval=True, do_predict=True,
-        export_dir=serving, **FAST)
+    report = run_squad.run(runners.SquadOptions(
+        output_dir=out, train_file=path, predict_file=path,
+        version_2_with_negative=True, init_checkpoint=model_dir,
+        max_seq_length=48, doc_stride=16, max_query_length=12, do_train=True,
+        do_eval=True, do_predict=True, export_dir=serving, **FAST))
     best = report["best"]
     assert {"exact", "f1", "best_f1", "best_f1_thresh", "HasAns_exact",
             "NoAns_exact"} <= set(best)
@@ -124,11 +132,11 @@ def test_run_squad_v2_and_export(model_dir, tmp_path):
 
 def test_run_race(model_dir, tmp_path):
     root = tasks_testdata.write_race(str(tmp_path / "RACE"))
-    report = runners.run_race(root, str(tmp_path / "run"), max_qa_length=16,
-                              init_checkpoint=model_dir, max_seq_length=40,
-                              do_train=True, do_eval=True, do_predict=True,
-                              **FAST)
-    assert [r["step"] for r in report["eval_results"]] == [2, 4]
+    report = run_race.run(runners.RaceOptions(
+        data_dir=root, output_dir=str(tmp_path / "run"), max_qa_length=16,
+        init_checkpoint=model_dir, max_seq_length=40, do_train=True,
+        do_eval=True, do_predict=True, **FAST))
+    assert [r["global_step"] for r in report["eval_results"]] == [2, 4]
     assert 0.0 <= report["test_accuracy"] <= 1.0
     predictions = json.load(open(report["predictions"]))
     assert set(predictions) == {"high1.txt", "middle1.txt"}

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from albert_tf import AlbertConfig
 from albert_tf.training.optimization import WarmupPolynomialDecay
-from tests import test_train_lib as t
+from tests import test_pretraining as t
 
 REPO = t.REPO
 ENV = dict(os.environ, PYTHONPATH=REPO, CUDA_VISIBLE_DEVICES="")
@@ -122,7 +122,7 @@ _WORKER = textwrap.dedent("""
     import numpy as np
     from albert_tf.training import distribute
     from albert_tf.training import pretraining as train_lib
-    from tests import test_train_lib as t
+    from tests import test_pretraining as t
 
     data, out, task = sys.argv[1], sys.argv[2], int(sys.argv[3])
     strategy = distribute.get_strategy("multi_worker")

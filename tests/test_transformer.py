@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from albert_tf import (FeedForwardSubBlock, SelfAttentionSubBlock,
-                       TransformerBlock, activations)
+                       TransformerBlock)
+from albert_tf.layers import activations
 from tests.layer_checks import run_layer_test
 
 H, N, I = 16, 4, 32

@@ -6,34 +6,43 @@ r"""Fine-tunes ALBERT on a GLUE task: `python -m albert_tf.run_classifier`.
       --max_seq_length=128 --train_batch_size=32 --learning_rate=2e-5 \
       --train_step=800 --warmup_step=200 --export_dir=serving
 
-Flags follow the official `run_classifier.py`. See `albert_tf.tasks.runners`.
+Flags follow the official `run_classifier.py`; they are the fields of
+`albert_tf.tasks.runners.ClassifierOptions`.
 """
 
-from absl import app, flags, logging
+from absl import logging
 
-from albert_tf.tasks import cli, runners
+from data_prep import options as options_lib
+from export import tasks as export_tasks
 
-_TASK_NAME = flags.DEFINE_string(
-    "task_name", None, "GLUE task: cola, sst-2, mrpc, sts-b, qqp, mnli, "
-    "mnli-mm (mismnli), qnli, rte, wnli.")
-_DATA_DIR = flags.DEFINE_string("data_dir", None, "The task's folder of TSV files.")
-cli.define_common_flags(
-    max_seq_length=128, learning_rate=1e-5,
-    do_train_help="Train on train.tsv.",
-    do_eval_help="Evaluate every checkpoint on dev; keep the best.",
-    do_predict_help="Write the test submission file.")
-
-flags.mark_flags_as_required(["task_name", "data_dir", "output_dir"])
+from albert_tf.tasks import runners
+from albert_tf.training.trainer import TrainingDivergedError
 
 
-def main(argv):
-    cli.check_no_arguments(argv)
-    report = runners.run_classifier(
-        _TASK_NAME.value, _DATA_DIR.value, flags.FLAGS.output_dir,
-        **cli.common_kwargs())
-    cli.log_report(report, ("best", "submission", "export"))
+def run(options, strategy=None):
+    """Fine-tunes, predicts and exports as `options` say; returns the report."""
+    trainer, report = runners.run_classifier(
+        options, strategy or options.make_strategy())
+    if options.export_dir:
+        task = report["task"]
+        report["export"] = export_tasks.export_classifier(
+            trainer.model, options.spm_path(), options.export_dir,
+            labels=trainer.task.task_info["labels"] or None,
+            max_seq_length=options.max_seq_length,
+            do_lower_case=options.do_lower_case,
+            model_name=f"albert_{task.replace('-', '_')}")
+    for key in ("best", "submission", "export"):
+        if key in report:
+            logging.info("%s: %s", key, report[key])
+    return report
+
+
+def main(argv=None):
+    logging.set_verbosity(logging.INFO)
+    options_lib.run(runners.ClassifierOptions, run, argv,
+                    errors=options_lib.USER_ERRORS + (TrainingDivergedError,),
+                    doc=__doc__)
 
 
 if __name__ == "__main__":
-    logging.set_verbosity(logging.INFO)
-    app.run(main)
+    main()

@@ -12,31 +12,29 @@ checkpoint on dev (accuracy) and keeps the best; `--do_predict` writes
 `predictions.json` for test (and its accuracy when the files hold answers).
 """
 
-from absl import app, flags, logging
+from absl import logging
 
-from albert_tf.tasks import cli, runners
+from data_prep import options as options_lib
 
-_DATA_DIR = flags.DEFINE_string("data_dir", None, "The RACE folder.")
-_MAX_QA_LENGTH = flags.DEFINE_integer("max_qa_length", 128, "Question+option pieces kept.")
-_NUM_CHOICES = flags.DEFINE_integer("num_choices", 4, "Options per question.")
-cli.define_common_flags(
-    max_seq_length=512, learning_rate=1e-5,
-    do_train_help="Train on train/.",
-    do_eval_help="Evaluate every checkpoint on dev/; keep the best.",
-    do_predict_help="Write predictions for test/.", export=False)
-
-flags.mark_flags_as_required(["data_dir", "output_dir"])
+from albert_tf.tasks import runners
+from albert_tf.training.trainer import TrainingDivergedError
 
 
-def main(argv):
-    cli.check_no_arguments(argv)
-    report = runners.run_race(
-        _DATA_DIR.value, flags.FLAGS.output_dir,
-        max_qa_length=_MAX_QA_LENGTH.value, num_choices=_NUM_CHOICES.value,
-        **cli.common_kwargs())
-    cli.log_report(report, ("best", "predictions", "test_accuracy"))
+def run(options, strategy=None):
+    """Fine-tunes and predicts as `options` say; returns the report."""
+    _, report = runners.run_race(options, strategy or options.make_strategy())
+    for key in ("best", "predictions", "test_accuracy"):
+        if key in report:
+            logging.info("%s: %s", key, report[key])
+    return report
+
+
+def main(argv=None):
+    logging.set_verbosity(logging.INFO)
+    options_lib.run(runners.RaceOptions, run, argv,
+                    errors=options_lib.USER_ERRORS + (TrainingDivergedError,),
+                    doc=__doc__)
 
 
 if __name__ == "__main__":
-    logging.set_verbosity(logging.INFO)
-    app.run(main)
+    main()

@@ -1,35 +1,36 @@
-"""The fine-tuning loop: any tf.distribute strategy, every checkpoint evaluated.
+"""Fine-tuning as a task of the one `Trainer`.
 
-`FineTuner` owns a task model, the official AdamW (or LAMB) with the
-warmup + polynomial-decay schedule, and a `tf.train.CheckpointManager` under
-`output_dir` that keeps every checkpoint (`ckpt-<step>`). One compiled call
-runs `iterations_per_loop` steps of `strategy.run`; gradients are summed over
-replicas, clipped to global norm 1.0 and applied once, as in pretraining.
-`evaluate_checkpoints` restores each saved checkpoint, scores it, records
-every result in `eval_results.txt` and keeps the best one's weights in
-`<output_dir>/best/`.
+`FinetuneOptions` holds the flags every fine-tuning job shares (the official
+`run_classifier.py` / `run_squad*.py` / `run_race.py` names: `train_step`,
+`warmup_step`, ...). `FinetuningTask` tells the `Trainer` the task model (a
+head on the pretrained encoder), the training arrays and the loss: the mean
+of per-example losses over the *global* batch, as the sum of a replica's
+losses over the global example count, so the gradients summed over replicas
+are those of one device. `run_finetuning` is the flow every job follows:
+train (evaluating each checkpoint as it is written with `do_eval`), evaluate
+the checkpoints not yet evaluated, and end with the best (else the newest)
+weights in the model for prediction and export.
 
 Shape legend: B batch, K choices, T length.
 """
 
-import json
+import dataclasses
 import os
 
 from absl import logging
 import keras
-import numpy as np
 import tensorflow as tf
 
-from albert_tf.training import checkpoint as checkpoint_lib
-from albert_tf.training import optimization
+from data_prep.options import option
+
 from albert_tf.config import AlbertConfig
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.models.pretrainer import AlbertPretrainer
-
-DTYPES = {"float32": None, "bfloat16": "mixed_bfloat16"}
-BEST_DIR = "best"
-CLIP_NORM = 1.0  # official: global-norm clipping of the summed gradients
-EVAL_RESULTS = "eval_results.txt"
+from albert_tf.training import checkpoint as checkpoint_lib
+from albert_tf.training import results as results_lib
+from albert_tf.training.options import DTYPES, TrainingOptions
+from albert_tf.training.task import TrainingTask
+from albert_tf.training.trainer import Trainer
 
 
 def load_encoder(init_checkpoint=None, albert_config_file=None,
@@ -43,6 +44,7 @@ def load_encoder(init_checkpoint=None, albert_config_file=None,
         albert_config_file: the `AlbertConfig` JSON; default: the one in the
             `init_checkpoint` directory.
         dtype: "float32" or "bfloat16" (mixed precision, float32 variables).
+            Also accepted: a Keras dtype policy name or None (float32).
 
     Returns:
         An `AlbertEncoder`.
@@ -50,6 +52,7 @@ def load_encoder(init_checkpoint=None, albert_config_file=None,
     Raises:
         ValueError: no config can be found, or an unknown dtype.
     """
+    dtype = {None: "float32", "mixed_bfloat16": "bfloat16"}.get(dtype, dtype)
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}. "
                          f"Received: dtype={dtype!r}")
@@ -116,216 +119,155 @@ def span_loss(outputs, labels):
 multiple_choice_loss = classification_loss
 
 
-class FineTuner:
-    """A task model with its optimizer, checkpoints and compiled loops.
+@dataclasses.dataclass
+class FinetuneOptions(TrainingOptions):
+    """The options every fine-tuning job has (the shared flags)."""
+
+    albert_config_file: str = option(
+        None, "albert_config.json; default: the one in --init_checkpoint's "
+        "directory.")
+    spm_model_file: str = option(
+        None, "SentencePiece model; default: spm.model in --init_checkpoint's "
+        "directory.")
+    do_lower_case: bool = option(True, "Lowercase the text.")
+    max_seq_length: int = option(128, "T: longer inputs are truncated.")
+    predict_batch_size: int = option(8, "Prediction batch.")
+    train_step: int = option(1000, "Optimizer steps.")
+    warmup_step: int = option(200, "Linear warmup steps.")
+    dropout: float = option(0.1, "Dropout before the head.")
+    do_predict: bool = option(False, "Write predictions for the test data.")
+
+    _STEPS_FIELD = "train_step"
+    _WARMUP_FIELD = "warmup_step"
+
+    def validate(self, num_replicas=1):
+        super().validate(num_replicas)
+        if not (self.do_train or self.do_eval or self.do_predict
+                or getattr(self, "export_dir", None)):
+            raise ValueError("Nothing to do: pass --do_train, --do_eval, "
+                             "--do_predict or --export_dir. Received: none")
+        if self.predict_batch_size % num_replicas:
+            raise ValueError(
+                f"predict_batch_size must be divisible by the {num_replicas} "
+                f"replicas. Received: {self.predict_batch_size}")
+
+    def spm_path(self):
+        """The SentencePiece model: `spm_model_file`, else `spm.model` in the
+        `init_checkpoint` directory."""
+        if self.spm_model_file:
+            return self.spm_model_file
+        if self.init_checkpoint:
+            candidate = os.path.join(_folder(self.init_checkpoint),
+                                     checkpoint_lib.SPM_NAME)
+            if tf.io.gfile.exists(candidate):
+                return candidate
+        raise ValueError("A SentencePiece model is needed: pass "
+                         "--spm_model_file or an --init_checkpoint directory "
+                         f"holding {checkpoint_lib.SPM_NAME}. Received: neither")
+
+    def encoder(self, dtype):
+        """The encoder to fine-tune, under the dtype policy `dtype`."""
+        return load_encoder(self.init_checkpoint, self.albert_config_file,
+                            dtype)
+
+
+def _folder(path):
+    return path if tf.io.gfile.isdir(path) else os.path.dirname(path)
+
+
+class FinetuningTask(TrainingTask):
+    """A task model trained on in-memory arrays with a per-example loss.
 
     Args:
-        model_fn: builds the task model (called inside the strategy scope).
-        loss_fn: `(outputs, labels) -> [B]` per-example losses.
-        output_dir: checkpoints, eval results and predictions go here.
-        num_train_steps: optimizer steps (the schedule decays to 0 there).
-        num_warmup_steps: linear warmup steps.
-        learning_rate: peak learning rate.
-        optimizer: "adamw" (official fine-tuning) or "lamb".
-        save_checkpoints_steps: steps between checkpoints (and one at the end).
-        iterations_per_loop: steps per compiled call.
-        strategy: a `tf.distribute.Strategy` (default: the current one).
-        jit_compile: compile the replica step with XLA.
-        seed: seed of the data order and dropout.
+        model_fn: `dtype policy -> task model` (built in the strategy scope).
+        loss_fn: `(outputs, features) -> [B]` per-example losses.
+        train_features: dict of NumPy arrays (inputs and labels), or None
+            when not training.
+        evaluate_fn: `trainer -> metrics` holding `score` (higher is better).
+        seed: seed of the data order.
+        task_info: what defines the task (name, labels, ...): kept beside
+            the checkpoints as `task.json` with the encoder's
+            `albert_config.json`, and checked when a run resumes.
     """
 
-    def __init__(self, model_fn, loss_fn, output_dir, num_train_steps,
-                 num_warmup_steps=0, learning_rate=1e-5, optimizer="adamw",
-                 save_checkpoints_steps=1000, iterations_per_loop=100,
-                 strategy=None, jit_compile=False, seed=12345):
-        if num_train_steps < 0:
-            raise ValueError("num_train_steps must be >= 0. "
-                             f"Received: {num_train_steps}")
-        self.strategy = strategy or tf.distribute.get_strategy()
-        self.loss_fn = loss_fn
-        self.output_dir = output_dir
-        self.num_train_steps = num_train_steps
-        self.save_checkpoints_steps = max(1, save_checkpoints_steps)
-        self.iterations_per_loop = max(1, iterations_per_loop)
-        self.jit_compile = jit_compile
+    stat_names = ("loss_sum", "count")
+    best_metric = "score"
+
+    def __init__(self, model_fn, loss_fn, train_features=None,
+                 evaluate_fn=None, seed=12345, task_info=None):
+        self.model_fn, self.loss_fn = model_fn, loss_fn
+        self.train_features = train_features
+        self.evaluate_fn = evaluate_fn
         self.seed = seed
-        keras.utils.set_random_seed(seed)
-        with self.strategy.scope():
-            self.model = model_fn()
-            self.optimizer = optimization.create_optimizer(
-                optimizer, learning_rate, max(1, num_train_steps),
-                num_warmup_steps)
-            self.optimizer.build(self.model.trainable_variables)
-            self.step = tf.Variable(
-                0, dtype=tf.int64, trainable=False, name="step",
-                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
-        self.checkpoint = tf.train.Checkpoint(
-            model=self.model, optimizer=self.optimizer, step=self.step)
-        self.manager = tf.train.CheckpointManager(
-            self.checkpoint, output_dir, max_to_keep=None,
-            step_counter=self.step, checkpoint_name="ckpt")
-        self._train_loop = None
-        self._predict_step = None
+        self.task_info = task_info or {}
+        self.model = None
 
-    def _replica_step(self, features):
-        context = tf.distribute.get_replica_context()
-        inputs = {k: features[k] for k in INPUT_NAMES}
-        global_batch = tf.cast(
-            tf.shape(features[INPUT_NAMES[0]])[0]
-            * self.strategy.num_replicas_in_sync, tf.float32)
-        variables = self.model.trainable_variables
-        with tf.GradientTape() as tape:
-            outputs = self.model(inputs, training=True)
-            loss = tf.reduce_sum(self.loss_fn(outputs, features)) / global_batch
-        grads = [tf.convert_to_tensor(g) for g in tape.gradient(loss, variables)]
-        grads = context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
-        loss = context.all_reduce(tf.distribute.ReduceOp.SUM, loss)
-        grads, _ = tf.clip_by_global_norm(grads, CLIP_NORM)
-        # Already summed over replicas: Keras applies each replica's copy to
-        # that replica's variables without reducing again.
-        self.optimizer.apply(grads, variables)
-        return loss
+    def build_model(self, dtype):
+        self.model = self.model_fn(dtype)
+        return self.model
 
-    def _build(self):
-        replica_step = tf.function(self._replica_step,
-                                   jit_compile=self.jit_compile)
+    def config_files(self):
+        return {checkpoint_lib.CONFIG_NAME: self.model.encoder.config.to_dict(),
+                "task.json": self.task_info}
 
-        @tf.function
-        def train_loop(iterator, num_steps):
-            total = tf.constant(0.0)
-            for _ in tf.range(num_steps):
-                loss = self.strategy.run(replica_step, args=(next(iterator),))
-                total += self.strategy.experimental_local_results(loss)[0]
-            self.step.assign_add(tf.cast(num_steps, tf.int64))
-            return total / tf.cast(num_steps, tf.float32)
-
-        @tf.function
-        def predict_step(features):
-            return self.strategy.run(
-                lambda f: self.model({k: f[k] for k in INPUT_NAMES},
-                                     training=False), args=(features,))
-
-        self._train_loop, self._predict_step = train_loop, predict_step
-
-    def train(self, features, batch_size):
-        """Trains to `num_train_steps`, resuming from the newest checkpoint.
-
-        Args:
-            features: dict of NumPy arrays (model inputs and labels).
-            batch_size: the global batch size.
-
-        Returns:
-            A list of `(step, mean loss)`, one per compiled call.
-        """
-        if self.manager.latest_checkpoint:
-            self.checkpoint.read(self.manager.latest_checkpoint).expect_partial()
-            logging.info("Resumed from %s", self.manager.latest_checkpoint)
-        if self._train_loop is None:
-            self._build()
-        num_examples = len(features[INPUT_NAMES[0]])
-        if num_examples < batch_size:
+    def train_dataset(self, input_context, global_batch_size, skip_batches):
+        features = self.train_features
+        num = len(features[INPUT_NAMES[0]])
+        if num < global_batch_size:
             raise ValueError("The training set is smaller than one batch. "
-                             f"Received: {num_examples} examples, "
-                             f"batch_size={batch_size}")
-        dataset = (tf.data.Dataset.from_tensor_slices(features)
-                   .shuffle(min(num_examples, 100_000), seed=self.seed)
-                   .repeat().batch(batch_size, drop_remainder=True)
-                   .prefetch(tf.data.AUTOTUNE))
-        iterator = iter(self.strategy.experimental_distribute_dataset(dataset))
-        history = []
-        step = int(self.step.numpy())
-        while step < self.num_train_steps:
-            next_save = (step // self.save_checkpoints_steps + 1) \
-                * self.save_checkpoints_steps
-            num = min(self.iterations_per_loop, self.num_train_steps - step,
-                      next_save - step)
-            loss = float(self._train_loop(iterator, tf.constant(num)))
-            step = int(self.step.numpy())
-            history.append((step, loss))
-            logging.info("step %d loss %.4f", step, loss)
-            if step % self.save_checkpoints_steps == 0 or \
-                    step == self.num_train_steps:
-                self.manager.save(checkpoint_number=step)
-        return history
+                             f"Received: {num} examples, "
+                             f"train_batch_size={global_batch_size}")
+        dataset = tf.data.Dataset.from_tensor_slices(features)
+        if input_context.num_input_pipelines > 1:
+            dataset = dataset.shard(input_context.num_input_pipelines,
+                                    input_context.input_pipeline_id)
+        batch = input_context.get_per_replica_batch_size(global_batch_size)
+        return (dataset.shuffle(min(num, 100_000), seed=self.seed).repeat()
+                .batch(batch, drop_remainder=True).skip(skip_batches)
+                .prefetch(tf.data.AUTOTUNE))
 
-    def predict(self, features, batch_size):
-        """Model outputs for every row of `features`, in order (NumPy dict)."""
-        if self._predict_step is None:
-            self._build()
-        inputs = {k: features[k] for k in INPUT_NAMES}
-        num = len(inputs[INPUT_NAMES[0]])
-        padded = -(-num // batch_size) * batch_size
-        if padded != num:
-            inputs = {k: np.concatenate(
-                [v, np.zeros((padded - num,) + v.shape[1:], v.dtype)])
-                for k, v in inputs.items()}
-        dataset = tf.data.Dataset.from_tensor_slices(inputs).batch(
-            batch_size, drop_remainder=True)
-        chunks = []
-        for batch in self.strategy.experimental_distribute_dataset(dataset):
-            out = self._predict_step(batch)
-            # Each replica holds a contiguous slice of the global batch.
-            replicas = [
-                {k: np.asarray(self.strategy.experimental_local_results(v)[r])
-                 for k, v in out.items()}
-                for r in range(self.strategy.num_replicas_in_sync)]
-            chunks.extend(replicas)
-        if not chunks:
-            return {}
-        return {k: np.concatenate([c[k] for c in chunks])[:num]
-                for k in chunks[0]}
+    def denominators(self, features):
+        return tf.stack([float(features[INPUT_NAMES[0]].shape[0])])
 
-    def checkpoint_paths(self):
-        """Saved checkpoints, oldest first."""
-        state = tf.train.get_checkpoint_state(self.output_dir)
-        return list(state.all_model_checkpoint_paths) if state else []
+    def stats(self, model, features, training):
+        outputs = model({k: features[k] for k in INPUT_NAMES}, training=training)
+        per_example = tf.cast(self.loss_fn(outputs, features), tf.float32)
+        return tf.stack([tf.reduce_sum(per_example),
+                         tf.cast(tf.shape(per_example)[0], tf.float32)])
 
-    def restore_weights(self, path):
-        """Loads the model weights (not the optimizer) of a checkpoint."""
-        tf.train.Checkpoint(model=self.model).read(path).expect_partial()
+    def loss(self, stats, denominators):
+        return stats[0] / denominators[0]
 
-    def save_best(self):
-        """Writes the current weights to `<output_dir>/best/model.ckpt`."""
-        return tf.train.Checkpoint(model=self.model).write(
-            os.path.join(self.output_dir, BEST_DIR, "model.ckpt"))
+    def metrics(self, stats):
+        return {"loss": stats[0] / tf.maximum(stats[1], 1.0)}
+
+    def evaluate(self, trainer):
+        return self.evaluate_fn(trainer)
 
 
-def evaluate_checkpoints(tuner, evaluate_fn):
-    """Scores every saved checkpoint and keeps the best.
-
-    Args:
-        tuner: a `FineTuner` with saved checkpoints.
-        evaluate_fn: `model -> dict of metrics` holding `score` (higher is
-            better).
+def run_finetuning(task, options, strategy=None):
+    """Trains and/or evaluates `task` as `options` say.
 
     Returns:
-        `(results, best)`: one dict per checkpoint (`checkpoint`, `step`,
-        metrics), and the best of them. The model ends with the best
-        weights, also written to `<output_dir>/best/`.
-
-    Raises:
-        ValueError: when there is no checkpoint.
+        `(trainer, report)`: the trainer's model holds the best weights
+        (else the newest checkpoint's); the report has `train` (see
+        `Trainer.train`), and with `do_eval` `eval_results` (every result in
+        `eval_results.txt`) and `best`.
     """
-    paths = tuner.checkpoint_paths()
-    if not paths:
-        raise ValueError("No checkpoint to evaluate in "
-                         f"{tuner.output_dir!r}. Received: 0 checkpoints")
-    results = []
-    for path in paths:
-        tuner.restore_weights(path)
-        metrics = evaluate_fn(tuner.model)
-        result = {"checkpoint": path,
-                  "step": int(path.rsplit("-", 1)[-1]), **metrics}
-        logging.info("eval %s", result)
-        results.append(result)
-    best = max(results, key=lambda r: r["score"])
-    tuner.restore_weights(best["checkpoint"])
-    tuner.save_best()
-    with tf.io.gfile.GFile(os.path.join(tuner.output_dir, EVAL_RESULTS),
-                           "w") as f:
-        for result in results:
-            f.write(json.dumps(result, sort_keys=True) + "\n")
-        f.write("best " + json.dumps(best, sort_keys=True) + "\n")
-    logging.info("best checkpoint %s score %.4f", best["checkpoint"],
-                 best["score"])
-    return results, best
+    keras.utils.set_random_seed(options.seed)
+    trainer = Trainer(task, options, strategy)
+    report = {}
+    if options.do_train:
+        report["train"] = trainer.train()
+    else:
+        trainer.restore()
+    if options.do_eval:
+        trainer.evaluate_pending()
+        report["eval_results"] = results_lib.read_eval_results(
+            os.path.join(options.output_dir, results_lib.EVAL_RESULTS))
+        report["best"] = results_lib.best_result(options.output_dir)
+    path = trainer.restore_best_or_latest()
+    if path is None and not options.do_train:
+        logging.warning("No checkpoint in %s: predicting with the initial "
+                        "weights.", options.output_dir)
+    return trainer, report

@@ -9,7 +9,9 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertConfig
+from albert_tf.training import losses
 from albert_tf.training import pretraining as train_lib
+from albert_tf.training.trainer import Trainer, use_xla
 from data_prep import schema
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -51,6 +53,16 @@ def options(input_file, output_dir, **overrides):
     return train_lib.PretrainingOptions(**values)
 
 
+def trainer(opts, strategy=None):
+    return Trainer(train_lib.PretrainingTask(opts), opts, strategy)
+
+
+def batches(runner, data, batch_size=8):
+    """An iterator of global batches of `data`, in order, over the replicas."""
+    return iter(runner.strategy.experimental_distribute_dataset(
+        runner.task.dataset(data, batch_size, False)))
+
+
 def read_scalars(directory, tag):
     """{step: value} of a scalar tag in the event files of `directory`."""
     values = {}
@@ -64,15 +76,15 @@ def read_scalars(directory, tag):
 
 def test_jit_compiled_step_under_mixed_bfloat16(tmp_path):
     data = write_records(str(tmp_path / "data.tfrecord"), 32)
-    runner = train_lib.PretrainingRunner(options(
+    runner = trainer(options(
         data, str(tmp_path / "out"), dtype="bfloat16", jit_compile=True))
     assert runner.model.encoder.embedding.compute_dtype == "bfloat16"
     assert all(v.dtype == "float32" for v in runner.model.trainable_variables)
     before = [v.numpy() for v in runner.model.trainable_variables]
-    runner._build_functions()
-    iterator = iter(runner._distributed_dataset(data, 8, True))
-    stats = runner._train_loop(iterator, tf.constant(2))
-    metrics = train_lib.losses.metrics_from_stats(stats)
+    iterator = runner._train_iterator(0)
+    stats, diverged = runner._compiled()[0](iterator, tf.constant(2))
+    assert not diverged
+    metrics = losses.metrics_from_stats(stats)
     assert np.isfinite(metrics["loss"].numpy())
     assert int(runner.step.numpy()) == 2
     assert int(runner.optimizer.iterations.numpy()) == 2
@@ -84,12 +96,13 @@ def test_jit_compiled_step_under_mixed_bfloat16(tmp_path):
 
 def test_xla_default_is_off_only_on_cpu_only_machines():
     default = tf.distribute.get_strategy()
-    assert train_lib.use_xla(True, default) is True
-    assert train_lib.use_xla(False, default) is False
+    assert use_xla(True, default) is True
+    assert use_xla(False, default) is False
     accelerated = any(d.device_type != "CPU"
                       for d in tf.config.list_physical_devices())
-    assert train_lib.use_xla(None, default) is accelerated
-    assert train_lib.PretrainingOptions("x", "y", AlbertConfig()).jit_compile is None
+    assert use_xla(None, default) is accelerated
+    assert train_lib.PretrainingOptions(
+        input_file="x", output_dir="y", config=AlbertConfig()).jit_compile is None
 
 
 def test_one_device_strategy_xla_step_matches_default_strategy(tmp_path):
@@ -101,11 +114,9 @@ def test_one_device_strategy_xla_step_matches_default_strategy(tmp_path):
     results = []
     for strategy in (None, tf.distribute.OneDeviceStrategy("/cpu:0")):
         keras.utils.set_random_seed(1)
-        runner = train_lib.PretrainingRunner(options(
+        runner = trainer(options(
             data, str(tmp_path / "out"), jit_compile=True), strategy)
-        runner._build_functions()
-        dataset = runner._distributed_dataset(data, 8, is_training=False)
-        stats = runner._train_loop(iter(dataset), tf.constant(2))
+        stats, _ = runner._compiled()[0](batches(runner, data), tf.constant(2))
         assert int(runner.optimizer.iterations.numpy()) == 2
         results.append((stats.numpy(),
                         [v.numpy() for v in runner.model.trainable_variables]))
@@ -122,26 +133,23 @@ _MIRRORED_SCRIPT = textwrap.dedent("""
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     import numpy as np
-    from albert_tf.training import pretraining as train_lib
-    from tests import test_train_lib as t
+    from tests import test_pretraining as t
 
     data, out = sys.argv[1], sys.argv[2]
     def run(strategy, **kw):
-        runner = train_lib.PretrainingRunner(
+        runner = t.trainer(
             t.options(data, out, train_batch_size=8, **kw), strategy)
         if reference is not None:
             for v, w in zip(runner.model.weights, reference):
                 v.assign(w)
-        runner._build_functions()
-        dataset = runner._distributed_dataset(data, 8, is_training=False)
-        stats = runner._train_loop(iter(dataset), tf.constant(2))
+        stats, _ = runner._compiled()[0](t.batches(runner, data), tf.constant(2))
         return stats.numpy(), [v.numpy() for v in runner.model.weights]
 
     reference = None
     import keras
     keras.utils.set_random_seed(1)
     one = tf.distribute.OneDeviceStrategy("/cpu:0")
-    reference = [v.numpy() for v in train_lib.PretrainingRunner(
+    reference = [v.numpy() for v in t.trainer(
         t.options(data, out), one).model.weights]
     single = run(one)
     mirrored = run(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
@@ -185,7 +193,7 @@ def test_train_resume_eval_and_summaries(tmp_path):
         "ckpt-4.data-00000-of-00001", "eval", "eval_results.txt", "train"])
     results = report["eval_results"]
     assert [r["checkpoint"] for r in results] == ["ckpt-2", "ckpt-4"]
-    assert set(train_lib.losses.METRIC_NAMES) <= set(results[0])
+    assert set(losses.METRIC_NAMES) <= set(results[0])
     best = train_lib.read_eval_results(os.path.join(out, "best", "eval_results.txt"))
     assert best[0]["masked_lm_accuracy"] == max(r["masked_lm_accuracy"] for r in results)
     assert sorted(read_scalars(os.path.join(out, "train"), "loss")) == [2, 4]
@@ -210,8 +218,10 @@ def test_max_train_seconds_stops_saves_and_resumes(tmp_path, monkeypatch):
     data = write_records(str(tmp_path / "data.tfrecord"), 40)
     out = str(tmp_path / "out")
     clock = [1000.0]
-    monkeypatch.setattr(train_lib.time, "time", lambda: clock[0])
-    runner = train_lib.PretrainingRunner(options(
+    from albert_tf.training import trainer as trainer_lib
+
+    monkeypatch.setattr(trainer_lib.time, "time", lambda: clock[0])
+    runner = trainer(options(
         data, out, num_train_steps=8, save_checkpoints_steps=4,
         iterations_per_loop=1, max_train_seconds=10, do_eval=True))
     loop = None
@@ -220,9 +230,9 @@ def test_max_train_seconds_stops_saves_and_resumes(tmp_path, monkeypatch):
         clock[0] += 4.0  # Each loop "takes" 4 seconds.
         return loop(iterator, num_steps)
 
-    runner._build_functions()
-    loop, runner._train_loop = runner._train_loop, timed_loop
-    result = runner.train(evaluate_each_checkpoint=True)
+    loop = runner._compiled()[0]
+    runner._functions = (timed_loop,) + runner._functions[1:]
+    result = runner.train()
     # Loops start at 0, 4 and 8 s; the 4th would start at 12 s > 10 s.
     assert result["timed_out"] and result["step"] == 3
     assert tf.train.latest_checkpoint(out).endswith("ckpt-3")

@@ -1,0 +1,122 @@
+"""Evaluation and prediction on a `Trainer`'s model (a base class of it).
+
+`evaluate_and_record` scores one checkpoint with the task, appends the
+result to `eval_results.txt` and keeps the best model in `best/` (format in
+`albert_tf.training.results`); `predict` and `sum_stats` run the compiled
+model over NumPy arrays or a dataset under the trainer's strategy.
+"""
+
+import os
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.models.encoder import INPUT_NAMES
+from albert_tf.training import results as results_lib
+
+
+class Evaluation:
+    """Evaluation methods of `Trainer` (which provides `model`, `task`,
+    `strategy`, `output_dir`, `is_chief` and `_compiled()`)."""
+
+    def sum_stats(self, dataset, max_batches=None):
+        """The task's statistics summed over (up to `max_batches` of) a
+        dataset of global batches; returns `(stats, batches)`."""
+        stats_step = self._compiled()[1]
+        total = tf.zeros([len(self.task.stat_names)])
+        batches = 0
+        for features in self.strategy.experimental_distribute_dataset(dataset):
+            if max_batches is not None and batches >= max_batches:
+                break
+            total += stats_step(features)
+            batches += 1
+        return total, batches
+
+    def predict(self, features, batch_size):
+        """Model outputs for every row of `features` (a dict of NumPy
+        arrays), in order, as a dict of NumPy arrays."""
+        predict_step = self._compiled()[2]
+        inputs = {k: features[k] for k in INPUT_NAMES}
+        num = len(inputs[INPUT_NAMES[0]])
+        padded = -(-num // batch_size) * batch_size
+        inputs = {k: np.concatenate([v, np.zeros((padded - num,) + v.shape[1:],
+                                                 v.dtype)])
+                  for k, v in inputs.items()}
+        dataset = tf.data.Dataset.from_tensor_slices(inputs).batch(
+            batch_size, drop_remainder=True)
+        chunks = []
+        for batch in self.strategy.experimental_distribute_dataset(dataset):
+            out = predict_step(batch)
+            # Each replica holds a contiguous slice of the global batch.
+            for r in range(self.strategy.num_replicas_in_sync):
+                chunks.append({k: np.asarray(
+                    self.strategy.experimental_local_results(v)[r])
+                    for k, v in out.items()})
+        return {k: np.concatenate([c[k] for c in chunks])[:num]
+                for k in (chunks[0] if chunks else {})}
+
+    def restore_weights(self, path):
+        """Loads the model weights (not the optimizer) of a checkpoint."""
+        tf.train.Checkpoint(**{results_lib.MODEL_KEY: self.model}).read(
+            path).expect_partial().assert_existing_objects_matched()
+
+    def evaluate_and_record(self, path, use_current_weights=False):
+        """Evaluates checkpoint `path` with the task, appends the result to
+        `eval_results.txt`, and copies the model to `best/` if it is the best
+        so far by the task's `best_metric`. Returns the result dict."""
+        if not use_current_weights:
+            self.restore_weights(path)
+        reader = tf.train.load_checkpoint(path)
+        step = next(int(reader.get_tensor(k))
+                    for k in reader.get_variable_to_shape_map()
+                    if k.startswith("step/"))
+        metrics = self.task.evaluate(self)
+        result = {"checkpoint": os.path.basename(path), "global_step": step,
+                  **metrics}
+        if not self.is_chief:
+            return result
+        results_lib.append_eval_result(self.output_dir, result)
+        logging.info("Eval %s: %s", result["checkpoint"],
+                     results_lib.format_block(metrics).replace("\n", ", "))
+        writer = tf.summary.create_file_writer(
+            os.path.join(self.output_dir, "eval"))
+        results_lib.write_scalars(writer, step, {
+            k: v for k, v in metrics.items() if isinstance(v, (int, float))})
+        writer.close()
+        key = self.task.best_metric
+        best = results_lib.best_result(self.output_dir)
+        if best is None or metrics[key] > best[key]:
+            results_lib.save_best(self.output_dir, self.model, result,
+                                  self.task.config_files())
+            logging.info("New best checkpoint %s (%s %.4f) copied to %s/",
+                         result["checkpoint"], key, metrics[key],
+                         os.path.join(self.output_dir, results_lib.BEST_DIR))
+        return result
+
+    def evaluate_pending(self):
+        """Evaluates the checkpoints in `output_dir` not yet in
+        `eval_results.txt`; returns their results.
+
+        Raises:
+            ValueError: there is no checkpoint to evaluate.
+        """
+        paths = self.checkpoint_paths()
+        if not paths:
+            raise ValueError(f"No checkpoint to evaluate in {self.output_dir!r}: "
+                             "train first (--do_train).")
+        done = {r["checkpoint"] for r in results_lib.read_eval_results(
+            os.path.join(self.output_dir, results_lib.EVAL_RESULTS))}
+        return [self.evaluate_and_record(path) for path in paths
+                if os.path.basename(path) not in done]
+
+    def restore_best_or_latest(self):
+        """Loads the weights of `best/` if there is one, else of the newest
+        checkpoint; returns the path read (None: nothing to read)."""
+        best = os.path.join(self.output_dir, results_lib.BEST_DIR,
+                            results_lib.BEST_CHECKPOINT)
+        path = best if tf.io.gfile.exists(best + ".index") else (
+            tf.train.latest_checkpoint(self.output_dir))
+        if path:
+            self.restore_weights(path)
+        return path

@@ -1,0 +1,60 @@
+"""The interface between a job and the `Trainer`.
+
+A job (pretraining, a fine-tuning task) subclasses `TrainingTask`: it says
+how to build the model, what the data is, what the loss is as additive
+statistics, and how to evaluate; the `Trainer` does the rest.
+"""
+
+
+class TrainingTask:
+    """What a job tells the `Trainer` (subclasses implement the methods).
+
+    Attributes:
+        stat_names: the additive statistics `stats` returns (sums over a
+            batch, so they add up over replicas, micro-batches and batches).
+        best_metric: the evaluation metric that picks `best/` (higher wins).
+    """
+
+    stat_names = ()
+    best_metric = None
+
+    def build_model(self, dtype):
+        """The Keras model, under the dtype policy `dtype` (None: float32)."""
+        raise NotImplementedError
+
+    def initialize(self, model):
+        """Called on a fresh start (no checkpoint to resume): load initial
+        weights if the job has them."""
+
+    def config_files(self):
+        """`{file name: JSON-able dict}` written beside the checkpoints and
+        checked when a run resumes."""
+        return {}
+
+    def train_dataset(self, input_context, global_batch_size, skip_batches):
+        """Training batches for one input pipeline (per-replica batch size,
+        static), endless, the first `skip_batches` skipped."""
+        raise NotImplementedError
+
+    def denominators(self, features):
+        """Float32 `[D]`: the loss's denominators on this shard (summed over
+        replicas before the loss is taken)."""
+        raise NotImplementedError
+
+    def stats(self, model, features, training):
+        """Float32 `[len(stat_names)]`: the shard's statistics."""
+        raise NotImplementedError
+
+    def loss(self, stats, denominators):
+        """The shard's share of the global loss (numerators over global
+        denominators), so that the shares add up to the batch loss."""
+        raise NotImplementedError
+
+    def metrics(self, stats):
+        """Named metrics (`loss` first) from summed statistics."""
+        raise NotImplementedError
+
+    def evaluate(self, trainer):
+        """Evaluation metrics of the model's current weights (a dict holding
+        `best_metric`)."""
+        raise NotImplementedError

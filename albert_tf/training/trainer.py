@@ -1,0 +1,369 @@
+"""The one training engine: pretraining and every fine-tuning task run here.
+
+A job describes its model, loss and data as a `training.task.TrainingTask`
+(`PretrainingTask`, `tasks.finetune.FinetuningTask`); the `Trainer` owns
+everything else:
+
+- the strategy scope (TPU, mirrored, multi-worker, one device), the model
+  built under the `--dtype` policy, the official optimizer and schedule;
+- a compiled loop of `iterations_per_loop` steps (`tf.range` over
+  `strategy.run`), which is what TPUs want;
+- one step on one replica (`_replica_step`): the task's loss denominators
+  (example counts, MLM weight sums) are all-reduced first, so each replica's
+  (and each accumulation micro-batch's) loss is its numerators over the
+  *global* denominators and the summed gradients are exactly those of the
+  global batch; the optimizer then sums the gradients over replicas (the one
+  cross-replica reduction), clips the sum to global norm 1.0 and applies it;
+- checkpoints `ckpt-<step>` (model, optimizer, step) every
+  `save_checkpoints_steps`, resume with the data position restored, a save
+  on SIGTERM or after `max_train_seconds`;
+- a stop with `TrainingDivergedError` at the first non-finite loss, before
+  anything is saved, so rotation never deletes the good checkpoints;
+- evaluation of every checkpoint as it is written (or of the checkpoints not
+  yet evaluated), the results and best model in the format of
+  `albert_tf.training.results`, TensorBoard scalars and progress lines.
+"""
+
+import os
+import signal
+import time
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.models.encoder import INPUT_NAMES
+from albert_tf.training import evaluation
+from albert_tf.training import distribute
+from albert_tf.training import optimization
+from albert_tf.training import results as results_lib
+from albert_tf.training.options import DTYPES
+
+
+class TrainingDivergedError(RuntimeError):
+    """The loss or the weights became NaN or infinite."""
+
+
+def use_xla(jit_compile, strategy):
+    """Resolves the `jit_compile` option for `strategy`.
+
+    `None` means XLA on TPUs and GPUs, where it is the fast path, and not on
+    a CPU-only machine, where TensorFlow's own (oneDNN) kernels run the step
+    faster than XLA's CPU code: about 2x in bfloat16. True/False is kept.
+    """
+    if jit_compile is not None:
+        return bool(jit_compile)
+    if isinstance(strategy, tf.distribute.TPUStrategy):
+        return True
+    return any(device.device_type != "CPU"
+               for device in tf.config.list_physical_devices())
+
+
+def _format_time(seconds):
+    seconds = int(max(seconds, 0))
+    return "%d:%02d:%02d" % (seconds // 3600, seconds // 60 % 60, seconds % 60)
+
+
+class Trainer(evaluation.Evaluation):
+    """A task's model, optimizer, checkpoints and compiled loops.
+
+    Args:
+        task: the job's task (model, loss, data, evaluation).
+        options: the job's options (a `TrainingOptions` subclass).
+        strategy: a `tf.distribute.Strategy` (default: the current one).
+    """
+
+    def __init__(self, task, options, strategy=None):
+        self.task, self.options = task, options
+        self.strategy = strategy or tf.distribute.get_strategy()
+        options.validate(self.strategy.num_replicas_in_sync)
+        self.is_chief = distribute.is_chief(self.strategy)
+        self.output_dir = options.output_dir
+        with self.strategy.scope():
+            self.model = task.build_model(DTYPES[options.dtype])
+            self.optimizer = optimization.create_optimizer(
+                options.optimizer, options.learning_rate, options.num_steps,
+                options.num_warmup, options.poly_power)
+            self.optimizer.build(self.model.trainable_variables)
+            self.step = tf.Variable(
+                0, dtype=tf.int64, trainable=False, name="step",
+                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+        self.checkpoint = tf.train.Checkpoint(
+            **{results_lib.MODEL_KEY: self.model},
+            optimizer=self.optimizer, step=self.step)
+        self._manager = None
+        self._functions = None
+        self._preempted = False
+
+    # === Compiled functions ===
+
+    def _compute(self, features, denominators):
+        """Gradients and statistics of one micro-batch on one replica."""
+        variables = self.model.trainable_variables
+        with tf.GradientTape() as tape:
+            stats = self.task.stats(self.model, features, training=True)
+            loss = self.task.loss(stats, denominators)
+        grads = tape.gradient(loss, variables)
+        # Variables the loss does not reach (the pooler under a span head)
+        # get no update at all, as in the official optimizers; which ones is
+        # known when this is traced.
+        self._has_grad = [g is not None for g in grads]
+        # Dense: gathers give IndexedSlices, which cannot be accumulated.
+        return [tf.convert_to_tensor(g) for g in grads if g is not None], stats
+
+    def _replica_step(self, features):
+        """One optimizer step on this replica's share of the global batch."""
+        context = tf.distribute.get_replica_context()
+        denominators = context.all_reduce(tf.distribute.ReduceOp.SUM,
+                                          self.task.denominators(features))
+        steps = self.options.gradient_accumulation_steps
+        if steps == 1:
+            grads, stats = self._compute_fn(features, denominators)
+        else:
+            # [B, ...] -> [steps, B / steps, ...]
+            split = tf.nest.map_structure(
+                lambda x: tf.reshape(x, [steps, x.shape[0] // steps]
+                                     + x.shape[1:].as_list()), features)
+            variables = self.model.trainable_variables
+            grads = [tf.zeros(v.shape, v.dtype) for v in variables]
+            stats = tf.zeros([len(self.task.stat_names)])
+            for i in tf.range(steps):
+                part = tf.nest.map_structure(lambda x: x[i], split)
+                g, s = self._compute_fn(part, denominators)
+                g = iter(g)
+                grads = [a + next(g) if has else a
+                         for a, has in zip(grads, self._has_grad)]
+                stats += s
+            grads = [g for g, has in zip(grads, self._has_grad) if has]
+        variables = [v for v, has in zip(self.model.trainable_variables,
+                                         self._has_grad) if has]
+        # The optimizer sums over replicas (the one reduction), then clips.
+        self.optimizer.apply(grads, variables)
+        return context.all_reduce(tf.distribute.ReduceOp.SUM, stats)
+
+    def _build(self):
+        single = (self.strategy.num_replicas_in_sync == 1 and not isinstance(
+            self.strategy, tf.distribute.TPUStrategy))
+        jit = use_xla(self.options.jit_compile, self.strategy)
+        self._compute_fn = tf.function(self._compute,
+                                       jit_compile=jit and not single)
+        # On one device the whole step, optimizer included, is one program.
+        replica_step = tf.function(self._replica_step, jit_compile=jit and single)
+        strategy, num_stats = self.strategy, len(self.task.stat_names)
+
+        @tf.function
+        def train_loop(iterator, num_steps):
+            total = tf.zeros([num_stats])
+            done = tf.constant(0)
+            diverged = tf.constant(False)
+            for _ in tf.range(num_steps):
+                stats = strategy.run(replica_step, args=(next(iterator),))
+                # Already all-reduced: every replica holds the global sums.
+                stats = strategy.experimental_local_results(stats)[0]
+                done += 1
+                total += stats
+                if not tf.reduce_all(tf.math.is_finite(stats)):
+                    diverged = tf.constant(True)
+                    break
+            self.step.assign_add(tf.cast(done, tf.int64))
+            return total, diverged
+
+        @tf.function
+        def stats_step(features):
+            stats = strategy.run(lambda f: self.task.stats(
+                self.model, f, training=False), args=(features,))
+            return strategy.reduce(tf.distribute.ReduceOp.SUM, stats, axis=None)
+
+        @tf.function
+        def predict_step(features):
+            return strategy.run(lambda f: self.model(
+                {k: f[k] for k in INPUT_NAMES}, training=False), args=(features,))
+
+        self._functions = train_loop, stats_step, predict_step
+
+    def _compiled(self):
+        if self._functions is None:
+            self._build()
+        return self._functions
+
+    # === Checkpoints ===
+
+    def _checkpoint_dir(self):
+        if self.is_chief:
+            return self.output_dir
+        # Other workers take part in the save (it is collective) but write
+        # to a scratch directory that is removed afterwards.
+        resolver = self.strategy.cluster_resolver
+        return os.path.join(self.output_dir,
+                            f"workertemp_{resolver.task_type}_{resolver.task_id}")
+
+    @property
+    def manager(self):
+        # Non-chief scratch directories are removed after each save.
+        if self._manager is None or not self.is_chief:
+            self._manager = tf.train.CheckpointManager(
+                self.checkpoint, self._checkpoint_dir(),
+                max_to_keep=self.options.keep_checkpoint_max or None,
+                checkpoint_name="ckpt", step_counter=self.step)
+        return self._manager
+
+    def checkpoint_paths(self):
+        """This run's checkpoint prefixes, oldest first."""
+        state = tf.train.get_checkpoint_state(self.output_dir)
+        names = state.all_model_checkpoint_paths if state else []
+        # The state file may hold paths relative to another directory.
+        return [os.path.join(self.output_dir, os.path.basename(p)) for p in names]
+
+    def _check_finite_weights(self):
+        for variable in self.model.trainable_variables:
+            if not np.all(np.isfinite(variable.numpy())):
+                raise TrainingDivergedError(
+                    f"Variable {variable.path} is not finite at step "
+                    f"{int(self.step.numpy())}: nothing was saved. "
+                    f"{self._last_good()}")
+
+    def _last_good(self):
+        latest = tf.train.latest_checkpoint(self.output_dir)
+        return (f"The newest checkpoint, {latest}, is kept." if latest
+                else "There is no earlier checkpoint.")
+
+    def save(self):
+        """Writes `ckpt-<step>`; returns its path (None on non-chief workers).
+
+        Raises:
+            TrainingDivergedError: a weight is not finite (nothing written).
+        """
+        self._check_finite_weights()
+        path = self.manager.save(checkpoint_number=self.step)
+        if not self.is_chief:
+            tf.io.gfile.rmtree(self._checkpoint_dir())
+            return None
+        logging.info("Saved checkpoint %s", path)
+        return path
+
+    def restore(self):
+        """Resumes from the newest checkpoint in `output_dir`, else lets the
+        task initialize the model (`init_checkpoint`); returns the step."""
+        config_files = self.task.config_files()
+        results_lib.check_config_files(self.output_dir, config_files)
+        latest = tf.train.latest_checkpoint(self.output_dir)
+        if latest:
+            self.checkpoint.restore(latest).assert_existing_objects_matched()
+            logging.info("Resumed from %s at step %d", latest,
+                         int(self.step.numpy()))
+        else:
+            self.task.initialize(self.model)
+        if self.is_chief:
+            tf.io.gfile.makedirs(self.output_dir)
+            results_lib.write_config_files(self.output_dir, config_files)
+        return int(self.step.numpy())
+
+    # === Training ===
+
+    def _on_sigterm(self, signum, frame):
+        del signum, frame
+        logging.warning("SIGTERM: saving a checkpoint after the current loop.")
+        self._preempted = True
+
+    def _train_iterator(self, start):
+        def dataset_fn(context):
+            # Each step consumes one batch per local replica.
+            per_step = context.num_replicas_in_sync // context.num_input_pipelines
+            return self.task.train_dataset(
+                context, self.options.train_batch_size, start * per_step)
+
+        return iter(self.strategy.distribute_datasets_from_function(dataset_fn))
+
+    def train(self):
+        """Trains to the task's step count, resuming if a checkpoint exists.
+
+        With `do_eval`, every checkpoint is evaluated right after it is
+        written (so checkpoints rotated away later are evaluated too).
+
+        Returns:
+            A dict: `step` reached, `preempted`, `timed_out`, `history`
+            (`(step, loss)` per loop) and the last loop's metrics.
+
+        Raises:
+            TrainingDivergedError: the loss became NaN or infinite.
+        """
+        options = self.options
+        start = self.restore()
+        if start >= options.num_steps:
+            logging.info("Step %d reached the %d train steps: nothing to "
+                         "train.", start, options.num_steps)
+            return {"step": start, "preempted": False, "timed_out": False,
+                    "history": []}
+        train_loop = self._compiled()[0]
+        iterator = self._train_iterator(start)
+        writer = (tf.summary.create_file_writer(
+            os.path.join(self.output_dir, "train")) if self.is_chief
+            else tf.summary.create_noop_writer())
+        try:
+            previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm)
+        except ValueError:
+            previous_handler = None  # Not the main thread: no preemption.
+        step, metrics, history, run_start = start, {}, [], time.time()
+        timed_out = False
+        try:
+            while step < options.num_steps and not self._preempted:
+                if options.max_train_seconds > 0 and (
+                        time.time() - run_start >= options.max_train_seconds):
+                    timed_out = True
+                    logging.info("max_train_seconds=%g reached at step %d.",
+                                 options.max_train_seconds, step)
+                    break
+                to_save = (options.save_checkpoints_steps
+                           - step % options.save_checkpoints_steps)
+                num = min(options.iterations_per_loop, to_save,
+                          options.num_steps - step)
+                loop_start = time.time()
+                stats, diverged = train_loop(iterator, tf.constant(num, tf.int32))
+                previous, step = step, int(self.step.numpy())
+                if bool(diverged):
+                    raise TrainingDivergedError(
+                        f"Non-finite loss at step {step} (statistics "
+                        f"{stats.numpy().tolist()}): training stopped and "
+                        f"nothing was saved for it. {self._last_good()} "
+                        "Lower --learning_rate, or check the data.")
+                metrics = self._loop_metrics(stats, step - previous,
+                                             time.time() - loop_start)
+                history.append((step, metrics["loss"]))
+                self._log_progress(step, metrics, run_start)
+                results_lib.write_scalars(writer, step, metrics)
+                if (step % options.save_checkpoints_steps == 0
+                        or step >= options.num_steps):
+                    self._save_and_evaluate()
+            if (self._preempted or (timed_out and step > start)) and (
+                    step % options.save_checkpoints_steps):
+                self._save_and_evaluate()
+        finally:
+            if previous_handler is not None:
+                signal.signal(signal.SIGTERM, previous_handler)
+        return {"step": step, "preempted": self._preempted,
+                "timed_out": timed_out, "history": history, **metrics}
+
+    def _save_and_evaluate(self):
+        path = self.save()
+        if self.options.do_eval:
+            self.evaluate_and_record(path, use_current_weights=True)
+
+    def _loop_metrics(self, stats, num_steps, seconds):
+        metrics = {k: float(v) for k, v in self.task.metrics(stats).items()}
+        metrics["learning_rate"] = float(self.optimizer.learning_rate.numpy())
+        metrics["examples_per_second"] = (
+            num_steps * self.options.train_batch_size / max(seconds, 1e-9))
+        self._seconds_per_step = seconds / max(num_steps, 1)
+        return metrics
+
+    def _log_progress(self, step, metrics, run_start):
+        if not self.is_chief:
+            return
+        total = self.options.num_steps
+        values = " ".join(f"{k} {v:.4g}" for k, v in metrics.items()
+                          if k != "examples_per_second")
+        logging.info("step %d/%d (%.1f%%) %s %.1f examples/s elapsed %s ETA %s",
+                     step, total, 100.0 * step / total, values,
+                     metrics["examples_per_second"],
+                     _format_time(time.time() - run_start),
+                     _format_time((total - step) * self._seconds_per_step))
