@@ -218,9 +218,10 @@ class Trainer(evaluation.Evaluation):
         for variable in self.model.trainable_variables:
             if not np.all(np.isfinite(variable.numpy())):
                 raise TrainingDivergedError(
-                    f"Variable {variable.path} is not finite at step "
-                    f"{int(self.step.numpy())}: nothing was saved. "
-                    f"{self._last_good()}")
+                    f"Training diverged at step {int(self.step.numpy())}: "
+                    f"variable {variable.path} is not finite, so nothing was "
+                    f"saved. {self._last_good()} Lower --learning_rate, or "
+                    "check the data.")
 
     def _last_good(self):
         latest = tf.train.latest_checkpoint(self.output_dir)
@@ -322,10 +323,10 @@ class Trainer(evaluation.Evaluation):
                 previous, step = step, int(self.step.numpy())
                 if bool(diverged):
                     raise TrainingDivergedError(
-                        f"Non-finite loss at step {step} (statistics "
-                        f"{stats.numpy().tolist()}): training stopped and "
-                        f"nothing was saved for it. {self._last_good()} "
-                        "Lower --learning_rate, or check the data.")
+                        f"Training diverged at step {step}: the loss is not "
+                        f"finite ({self.task.metrics(stats)['loss']:.4g}), so "
+                        f"nothing was saved. {self._last_good()} Lower "
+                        "--learning_rate, or check the data.")
                 metrics = self._loop_metrics(stats, step - previous,
                                              time.time() - loop_start)
                 history.append((step, metrics["loss"]))

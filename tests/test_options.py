@@ -1,0 +1,113 @@
+"""Options dataclasses and the flags they define (`data_prep.options`)."""
+
+import dataclasses
+import importlib
+import re
+import subprocess
+import sys
+
+from absl import app, flags
+import pytest
+
+from data_prep import options as options_lib
+from data_prep.options import option
+
+from albert_tf.tasks import runners
+from albert_tf.training.pretraining import PretrainingOptions
+
+# Every program of the project (their flags are defined only when run).
+PROGRAMS = ("albert_tf.run_pretraining", "albert_tf.run_classifier",
+            "albert_tf.run_squad", "albert_tf.run_race",
+            "albert_tf.convert_checkpoint", "albert_tf.quickstart",
+            "data_prep.build_vocab", "data_prep.create_pretraining_data",
+            "export.export_saved_model")
+
+
+@dataclasses.dataclass
+class _Options:
+    name: str = option(None, "A name.", required=True)
+    count: int = option(3, "A count.")
+    rate: float = option(0.5, "A rate.")
+    flag: bool = option(False, "A switch.")
+    mode: str = option("a", "A mode.", choices=("a", "b"))
+    not_a_flag: object = None
+
+
+def _flags(cls=_Options):
+    fv = flags.FlagValues()
+    options_lib.define_flags(cls, fv, module_name="prog")
+    return fv
+
+
+def test_fields_become_flags_with_their_defaults_and_types():
+    fv = _flags()
+    fv(["prog", "--name=x", "--count=7", "--flag", "--mode=b"])
+    parsed = options_lib.from_flags(_Options, fv, not_a_flag="obj")
+    assert parsed == _Options(name="x", count=7, rate=0.5, flag=True,
+                              mode="b", not_a_flag="obj")
+    assert "not_a_flag" not in fv
+
+
+def test_required_and_choices_are_enforced():
+    with pytest.raises(flags.IllegalFlagValueError):
+        _flags()(["prog", "--name=x", "--mode=c"])
+    fv = _flags()
+    with pytest.raises(flags.IllegalFlagValueError, match="name"):
+        fv(["prog"])
+
+
+def test_unsupported_field_type_is_refused():
+    @dataclasses.dataclass
+    class Bad:
+        items: list = option(None, "A list.")
+
+    with pytest.raises(TypeError, match="items"):
+        _flags(Bad)
+
+
+def test_positional_arguments_are_refused():
+    options_lib.check_no_arguments(["prog"])
+    with pytest.raises(app.UsageError, match="Unexpected arguments"):
+        options_lib.check_no_arguments(["prog", "extra"])
+
+
+def test_jobs_share_the_common_flags_with_their_own_defaults():
+    """One definition of the shared options; each job keeps the official
+    names and defaults."""
+    pre, cls = PretrainingOptions(), runners.ClassifierOptions()
+    squad, race = runners.SquadOptions(), runners.RaceOptions()
+    assert (pre.train_batch_size, pre.learning_rate, pre.optimizer) == (
+        4096, 0.00176, "lamb")
+    assert (cls.train_batch_size, cls.learning_rate, cls.optimizer) == (
+        32, 1e-5, "adamw")
+    assert (cls.max_seq_length, squad.max_seq_length,
+            race.max_seq_length) == (128, 384, 512)
+    assert (pre.num_steps, pre.num_warmup) == (125000, 3125)
+    assert (cls.num_steps, cls.num_warmup) == (1000, 200)
+    common = {f.name for f, _ in options_lib.flag_fields(
+        runners.finetune.FinetuneOptions)}
+    for cls_ in (runners.ClassifierOptions, runners.SquadOptions,
+                 runners.RaceOptions):
+        assert common <= {f.name for f, _ in options_lib.flag_fields(cls_)}
+    assert "export_dir" not in {f.name for f, _ in
+                                options_lib.flag_fields(runners.RaceOptions)}
+
+
+def test_every_program_imports_in_one_process_defining_no_flags():
+    before = set(flags.FLAGS)
+    for name in PROGRAMS:
+        importlib.import_module(name)
+    assert set(flags.FLAGS) == before
+
+
+@pytest.mark.parametrize("module,flag", [
+    ("albert_tf.run_classifier", "task_name"),
+    ("albert_tf.run_squad", "version_2_with_negative"),
+    ("albert_tf.run_race", "max_qa_length"),
+    ("albert_tf.run_pretraining", "max_predictions_per_seq"),
+])
+def test_each_job_lists_its_own_and_the_common_flags(module, flag):
+    done = subprocess.run([sys.executable, "-m", module, "--help"],
+                          capture_output=True, text=True, timeout=300)
+    for name in (flag, "output_dir", "do_train", "jit_compile", "seed"):
+        assert re.search(r"^  --(\[no\])?%s:" % name, done.stdout, re.M), name

@@ -1,0 +1,200 @@
+"""The one Trainer: replicas add up to one device for every job, a diverging
+run stops without saving, resumed runs check their configuration, and
+evaluation-only runs find their checkpoints."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.training import pretraining
+from albert_tf.training.trainer import TrainingDivergedError
+from tests import test_pretraining as t
+
+REPO = t.REPO
+
+# Every job, trained 2 steps under one device and under 2 mirrored replicas
+# (2 logical CPUs) from the same weights on the same global batches; prints
+# the largest difference between the two runs' `ckpt-2` (model weights and
+# optimizer slots) per job.
+_SCRIPT = textwrap.dedent("""
+    import json, os, sys
+    import tensorflow as tf
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    import numpy as np
+    from albert_tf import AlbertConfig, AlbertPretrainer
+    from albert_tf.tasks import runners
+    from albert_tf.training import checkpoint, pretraining
+    from tests import tasks_testdata, test_pretraining
+
+    root = sys.argv[1]
+    config = AlbertConfig.from_preset(
+        "tiny", vocab_size=600, num_hidden_layers=2, max_position_embeddings=64,
+        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model_dir = os.path.join(root, "model")
+    checkpoint.save_model_dir(AlbertPretrainer(config), model_dir,
+                              tasks_testdata.spm_model_path())
+    glue = tasks_testdata.write_glue(os.path.join(root, "glue"))
+    squad1, _ = tasks_testdata.write_squad(os.path.join(root, "v1.json"))
+    squad2, _ = tasks_testdata.write_squad(os.path.join(root, "v2.json"), True)
+    race = tasks_testdata.write_race(os.path.join(root, "RACE"))
+    records = test_pretraining.write_records(os.path.join(root, "r.tfrecord"), 16)
+    common = dict(init_checkpoint=model_dir, do_train=True, train_batch_size=2,
+                  train_step=2, warmup_step=1, learning_rate=1e-2,
+                  save_checkpoints_steps=2, dropout=0.0)
+    squad = dict(max_seq_length=48, doc_stride=16, max_query_length=12)
+    jobs = {
+        "mrpc": lambda out, s: runners.run_classifier(runners.ClassifierOptions(
+            task_name="mrpc", data_dir=glue["mrpc"], output_dir=out,
+            max_seq_length=24, **common), s),
+        "sts-b": lambda out, s: runners.run_classifier(runners.ClassifierOptions(
+            task_name="sts-b", data_dir=glue["sts-b"], output_dir=out,
+            max_seq_length=24, **common), s),
+        "squad_v1.1": lambda out, s: runners.run_squad(runners.SquadOptions(
+            train_file=squad1, output_dir=out, **squad, **common), s),
+        "squad_v2.0": lambda out, s: runners.run_squad(runners.SquadOptions(
+            train_file=squad2, version_2_with_negative=True, output_dir=out,
+            **squad, **common), s),
+        "race": lambda out, s: runners.run_race(runners.RaceOptions(
+            data_dir=race, output_dir=out, max_seq_length=40,
+            max_qa_length=16, **common), s),
+        "pretraining": lambda out, s: pretraining.run_pretraining(
+            test_pretraining.options(records, out, train_batch_size=8,
+                                     num_train_steps=2), s),
+    }
+    strategies = {"one": tf.distribute.OneDeviceStrategy("/cpu:0"),
+                  "mirrored": tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])}
+    report = {}
+    for job, run in jobs.items():
+        tensors = {}
+        for name, strategy in strategies.items():
+            out = os.path.join(root, job, name)
+            run(out, strategy)
+            reader = tf.train.load_checkpoint(os.path.join(out, "ckpt-2"))
+            tensors[name] = {k: reader.get_tensor(k)
+                             for k in reader.get_variable_to_shape_map()
+                             if reader.get_variable_to_dtype_map()[k].is_floating}
+        one, mirrored = tensors["one"], tensors["mirrored"]
+        slots = [k for k in one if k.startswith("optimizer/")]
+        report[job] = {
+            "same_keys": sorted(one) == sorted(mirrored),
+            "num_slots": len(slots),
+            "max_diff": max(float(np.max(np.abs(one[k] - mirrored[k])))
+                            for k in one),
+            "max_slot": max(float(np.max(np.abs(one[k]))) for k in slots),
+            # Summed twice over 2 replicas, moments would be 2x (m), 4x (v).
+            "slot_ratio": sum(float(np.sum(np.abs(mirrored[k]))) for k in slots)
+                          / sum(float(np.sum(np.abs(one[k]))) for k in slots),
+        }
+    print(json.dumps(report))
+""")
+
+
+@pytest.mark.slow
+def test_two_mirrored_replicas_equal_one_device_for_every_job(tmp_path):
+    """Weights and optimizer slots after 2 steps, per job: the gradients are
+    reduced across replicas exactly once (summing twice doubles Adam's first
+    moments)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, str(tmp_path)], cwd=REPO,
+        capture_output=True, text=True, timeout=900,
+        env=dict(os.environ, PYTHONPATH=REPO, CUDA_VISIBLE_DEVICES="",
+                 TF_CPP_MIN_LOG_LEVEL="3"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert sorted(report) == ["mrpc", "pretraining", "race", "squad_v1.1",
+                              "squad_v2.0", "sts-b"]
+    for job, result in report.items():
+        assert result["same_keys"], job
+        assert result["num_slots"] > 0 and result["max_slot"] > 0, job
+        assert result["max_diff"] < 1e-5, (job, result)
+        assert abs(result["slot_ratio"] - 1.0) < 1e-3, (job, result)
+
+
+def _healthy_run(tmp_path, keep=2):
+    data = t.write_records(str(tmp_path / "data.tfrecord"), 40)
+    out = str(tmp_path / "out")
+    pretraining.run_pretraining(t.options(
+        data, out, num_train_steps=4, keep_checkpoint_max=keep))
+    return data, out
+
+
+def _all_finite(path):
+    reader = tf.train.load_checkpoint(path)
+    dtypes = reader.get_variable_to_dtype_map()
+    return all(np.all(np.isfinite(reader.get_tensor(k)))
+               for k in dtypes if dtypes[k].is_floating)
+
+
+def test_diverging_resumed_run_stops_and_keeps_the_good_checkpoints(tmp_path):
+    data, out = _healthy_run(tmp_path)
+    before = sorted(os.listdir(out))
+    with pytest.raises(TrainingDivergedError,
+                       match=r"Training diverged at step \d+: .*ckpt-4, is kept"):
+        pretraining.run_pretraining(t.options(
+            data, out, num_train_steps=40, learning_rate=1e6,
+            keep_checkpoint_max=2))
+    assert sorted(os.listdir(out)) == before
+    assert tf.train.latest_checkpoint(out).endswith("ckpt-4")
+    for name in ("ckpt-2", "ckpt-4"):
+        assert _all_finite(os.path.join(out, name)), name
+
+
+def test_diverging_cli_run_says_one_line_and_exits_nonzero(tmp_path):
+    data, out = _healthy_run(tmp_path)
+    config = os.path.join(out, "albert_config.json")
+    done = subprocess.run(
+        [sys.executable, "-m", "albert_tf.run_pretraining",
+         f"--input_file={data}", f"--output_dir={out}",
+         f"--albert_config_file={config}", "--train_batch_size=8",
+         f"--max_seq_length={t.L}", f"--max_predictions_per_seq={t.P}",
+         "--num_train_steps=40", "--num_warmup_steps=1",
+         "--learning_rate=1e6", "--save_checkpoints_steps=2",
+         "--iterations_per_loop=2", "--keep_checkpoint_max=2"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("run_pretraining: error: Training diverged at step")
+    assert "Traceback" not in done.stderr
+    assert tf.train.latest_checkpoint(out).endswith("ckpt-4")
+
+
+def test_resuming_with_another_config_is_refused_with_the_difference(tmp_path):
+    data, out = _healthy_run(tmp_path)
+    saved = open(os.path.join(out, "albert_config.json")).read()
+    other = dict(t.TINY, num_hidden_layers=6)
+    from albert_tf import AlbertConfig
+
+    with pytest.raises(ValueError, match=r"num_hidden_layers: 2 saved, 6 now"):
+        pretraining.run_pretraining(t.options(
+            data, out, num_train_steps=6, config=AlbertConfig.from_dict(other)))
+    assert open(os.path.join(out, "albert_config.json")).read() == saved
+
+
+def test_evaluation_only_run_with_a_relative_output_dir(tmp_path, monkeypatch):
+    data = t.write_records(str(tmp_path / "data.tfrecord"), 40)
+    monkeypatch.chdir(tmp_path)
+    pretraining.run_pretraining(t.options(data, "pt/evalrel"))
+    report = pretraining.run_pretraining(t.options(
+        data, "pt/evalrel", do_train=False, do_eval=True))
+    assert [r["checkpoint"] for r in report["eval_results"]] == [
+        "ckpt-2", "ckpt-4"]
+    assert os.path.exists("pt/evalrel/best/model.ckpt.index")
+
+
+def test_eval_batch_larger_than_the_eval_set_is_refused(tmp_path):
+    data = t.write_records(str(tmp_path / "data.tfrecord"), 40)
+    small = t.write_records(str(tmp_path / "eval.tfrecord"), 5)
+    with pytest.raises(ValueError, match="fewer than one batch of "
+                       "eval_batch_size=8"):
+        pretraining.run_pretraining(t.options(
+            data, str(tmp_path / "out"), eval_input_file=small, do_eval=True))
+    assert not os.path.exists(str(tmp_path / "out" / "best"))
