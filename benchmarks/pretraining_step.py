@@ -109,12 +109,14 @@ def albert_tf_row(config, features, dtype, steps, jit_compile=None):
         max_predictions_per_seq=features["masked_lm_positions"].shape[1],
         num_train_steps=10**6, num_warmup_steps=10, dtype=dtype,
         jit_compile=jit_compile)
-    runner = train_lib.PretrainingRunner(options)
-    runner._build_functions()
+    from albert_tf.training.trainer import Trainer
+
+    trainer = Trainer(train_lib.PretrainingTask(options), options)
+    train_loop = trainer._compiled()[0]
     dataset = tf.data.Dataset.from_tensors(features).repeat()
-    iterator = iter(runner.strategy.experimental_distribute_dataset(dataset))
+    iterator = iter(trainer.strategy.experimental_distribute_dataset(dataset))
     num = tf.constant(steps, tf.int32)
-    return lambda: runner._train_loop(iterator, num).numpy()
+    return lambda: train_loop(iterator, num)[0].numpy()
 
 
 def keras_hub_row(config, features, steps, jit_compile=True):

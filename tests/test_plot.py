@@ -4,7 +4,7 @@ import numpy as np
 import tensorflow as tf
 
 from tools import plot
-from albert_tf.training import pretraining as train_lib
+from albert_tf.training import results
 
 
 def test_png_round_trips_through_a_decoder(tmp_path):
@@ -56,11 +56,11 @@ def test_text_is_drawn_in_the_image():
     assert plot.text_width("Ab1%", 2) == 4 * 8 - 2
 
 
-def test_read_scalars_reads_what_train_lib_writes(tmp_path):
+def test_read_scalars_reads_what_training_writes(tmp_path):
     writer = tf.summary.create_file_writer(str(tmp_path))
-    train_lib.write_scalars(writer, 10, {"loss": 2.5, "acc": 0.25})
-    train_lib.write_scalars(writer, 20, {"loss": 1.5, "acc": 0.5})
-    train_lib.write_scalars(writer, 20, {"loss": 1.25})  # resumed: last wins
+    results.write_scalars(writer, 10, {"loss": 2.5, "acc": 0.25})
+    results.write_scalars(writer, 20, {"loss": 1.5, "acc": 0.5})
+    results.write_scalars(writer, 20, {"loss": 1.25})  # resumed: last wins
     writer.close()
     scalars = plot.read_scalars(str(tmp_path))
     assert scalars["loss"] == [(10, 2.5), (20, 1.25)]

@@ -1,0 +1,125 @@
+"""The packages import in one direction, and `import albert_tf` is cheap.
+
+    data_prep -> albert_tf.config -> layers -> models -> training -> convert
+      -> tasks -> export -> tools -> the programs (albert_tf.cli, the
+      quickstart, the `albert_tf.run_*` entry names) -> benchmarks
+
+A module may import from its own package and from the packages before it,
+never from one after it: every import statement counts, also one inside a
+function.
+"""
+
+import ast
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Package (longest matching prefix wins) -> rank.
+RANKS = {
+    "data_prep": 0,
+    "albert_tf.config": 1,
+    "albert_tf.layers": 2,
+    "albert_tf.models": 3,
+    "albert_tf.training": 4,
+    "albert_tf.convert": 5,
+    "albert_tf.tasks": 6,
+    "albert_tf": 6,  # the package itself: lazy names of the layers below
+    "export": 7,
+    "tools": 8,
+    "albert_tf.cli": 9,
+    "albert_tf.quickstart": 9,
+    "albert_tf.run_pretraining": 9,
+    "albert_tf.run_classifier": 9,
+    "albert_tf.run_squad": 9,
+    "albert_tf.run_race": 9,
+    "albert_tf.convert_checkpoint": 9,
+    "benchmarks": 10,
+}
+
+
+def _rank(module):
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:n])
+        if prefix in RANKS:
+            return prefix, RANKS[prefix]
+    return None, None
+
+
+def _modules():
+    for top in ("data_prep", "albert_tf", "export", "tools", "benchmarks"):
+        for folder, _, files in os.walk(os.path.join(REPO, top)):
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    module = os.path.relpath(path, REPO)[:-3].replace(os.sep, ".")
+                    yield module.removesuffix(".__init__"), path
+
+
+def _imports(path):
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                # `from albert_tf.training import trainer` imports a module.
+                yield node.lineno, f"{node.module}.{alias.name}"
+
+
+def back_imports():
+    """`(module, line, imported)` for every import against the direction."""
+    found = []
+    for module, path in _modules():
+        package, rank = _rank(module)
+        for line, imported in _imports(path):
+            target, target_rank = _rank(imported)
+            if target_rank is None or target == package:
+                continue
+            if target_rank > rank:
+                found.append((module, line, imported))
+    return found
+
+
+def test_no_module_imports_against_the_direction():
+    assert back_imports() == []
+
+
+def test_the_check_catches_a_back_import(tmp_path, monkeypatch):
+    """A layer importing the training code is reported."""
+    bad = tmp_path / "albert_tf" / "layers"
+    bad.mkdir(parents=True)
+    (bad / "bad.py").write_text("def f():\n    from albert_tf.training import trainer\n")
+    monkeypatch.setattr(sys.modules[__name__], "REPO", str(tmp_path))
+    assert back_imports() == [("albert_tf.layers.bad", 2,
+                               "albert_tf.training.trainer")]
+
+
+def _fresh(code):
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO,
+                          capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=REPO))
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.split()
+
+
+@pytest.mark.parametrize("name,absent", [
+    ("AlbertConfig", "tensorflow"),
+    ("AlbertEncoder", "albert_tf.convert"),
+    ("AlbertPretrainer", "albert_tf.training"),
+])
+def test_importing_a_public_name_loads_only_what_it_needs(name, absent):
+    loaded = _fresh(f"import sys, albert_tf\nalbert_tf.{name}\n"
+                    "print(' '.join(sys.modules))")
+    assert not [m for m in loaded if m == absent or m.startswith(absent + ".")]
+
+
+def test_every_public_name_resolves():
+    names = _fresh("import albert_tf\nfor n in albert_tf.__all__:\n"
+                   "    getattr(albert_tf, n)\nprint(' '.join(albert_tf.__all__))")
+    assert {"AlbertConfig", "AlbertEncoder", "load_pretrained"} <= set(names)
