@@ -95,6 +95,40 @@ def _add_assets(root, assets):
         setattr(root, name, tf.saved_model.Asset(path))
 
 
+def _predict_masks(pretrainer, preprocessor, text, top_k):
+    """`fill_mask`'s outputs for a non-empty batch of texts."""
+    inputs = preprocessor.pack(preprocessor.tokenize_with_masks(text))
+    is_mask = tf.equal(inputs["input_word_ids"], preprocessing.MASK_ID)
+    positions = tf.RaggedTensor.from_tensor(
+        tf.broadcast_to(tf.range(tf.shape(is_mask)[1]), tf.shape(is_mask)))
+    positions = tf.ragged.boolean_mask(positions, is_mask)  # [B, (M)]
+    valid = tf.ones_like(positions).to_tensor(0) > 0  # [B, M]
+    mask_positions = positions.to_tensor(-1)
+    sequence = pretrainer.encoder(inputs, training=False)["sequence_output"]
+    logits = _float32(pretrainer.mlm_head(
+        sequence, tf.maximum(mask_positions, 0)))  # [B, M, V]
+    probabilities, ids = tf.math.top_k(tf.nn.softmax(logits), k=top_k)
+    valid = tf.broadcast_to(valid[:, :, None], tf.shape(ids))
+    ids = tf.where(valid, ids, -1)
+    pieces = tf.where(valid, preprocessor.id_to_piece(tf.maximum(ids, 0)),
+                      "")
+    return {
+        "mask_positions": mask_positions,
+        "top_k_ids": ids,
+        "top_k_pieces": pieces,
+        "top_k_probabilities": tf.where(valid, probabilities, 0.0),
+    }
+
+def _no_masks(top_k):
+    """`fill_mask`'s outputs for an empty batch."""
+    return {
+        "mask_positions": tf.zeros([0, 0], tf.int32),
+        "top_k_ids": tf.zeros([0, 0, top_k], tf.int32),
+        "top_k_pieces": tf.fill([0, 0, top_k], ""),
+        "top_k_probabilities": tf.zeros([0, 0, top_k], tf.float32),
+    }
+
+
 def build_serving_model(pretrainer, preprocessor, top_k=5, assets=None):
     """The end-to-end text-in model (see the module docstring).
 
@@ -130,42 +164,13 @@ def build_serving_model(pretrainer, preprocessor, top_k=5, assets=None):
             "input_mask": inputs["input_mask"],
         }
 
-    def predict_masks(text):
-        inputs = preprocessor.pack(preprocessor.tokenize_with_masks(text))
-        is_mask = tf.equal(inputs["input_word_ids"], preprocessing.MASK_ID)
-        positions = tf.RaggedTensor.from_tensor(
-            tf.broadcast_to(tf.range(tf.shape(is_mask)[1]), tf.shape(is_mask)))
-        positions = tf.ragged.boolean_mask(positions, is_mask)  # [B, (M)]
-        valid = tf.ones_like(positions).to_tensor(0) > 0  # [B, M]
-        mask_positions = positions.to_tensor(-1)
-        sequence = encoder(inputs, training=False)["sequence_output"]
-        logits = _float32(pretrainer.mlm_head(
-            sequence, tf.maximum(mask_positions, 0)))  # [B, M, V]
-        probabilities, ids = tf.math.top_k(tf.nn.softmax(logits), k=top_k)
-        valid = tf.broadcast_to(valid[:, :, None], tf.shape(ids))
-        ids = tf.where(valid, ids, -1)
-        pieces = tf.where(valid, preprocessor.id_to_piece(tf.maximum(ids, 0)),
-                          "")
-        return {
-            "mask_positions": mask_positions,
-            "top_k_ids": ids,
-            "top_k_pieces": pieces,
-            "top_k_probabilities": tf.where(valid, probabilities, 0.0),
-        }
-
-    def no_masks():
-        return {
-            "mask_positions": tf.zeros([0, 0], tf.int32),
-            "top_k_ids": tf.zeros([0, 0, top_k], tf.int32),
-            "top_k_pieces": tf.fill([0, 0, top_k], ""),
-            "top_k_probabilities": tf.zeros([0, 0, top_k], tf.float32),
-        }
-
     @tf.function(input_signature=[_STRINGS])
     def fill_mask(text):
         # The MLM head's gather rejects a batch of zero: answer it here.
-        return tf.cond(tf.size(text) > 0, lambda: predict_masks(text),
-                       no_masks)
+        return tf.cond(
+            tf.size(text) > 0,
+            lambda: _predict_masks(pretrainer, preprocessor, text, top_k),
+            lambda: _no_masks(top_k))
 
     @tf.function(input_signature=[_STRINGS, _STRINGS])
     def sop(text, text_b):

@@ -102,6 +102,29 @@ def export_classifier(model, spm_model_file, export_dir, labels=None,
                  export_dir, model_name, version, spm_model_file)
 
 
+_VERY_LOW = -1e9
+
+
+def _best_span(outputs, offset, length, max_seq_length, max_answer_length):
+    """The best-scoring context span of each row (start <= end, at most
+    `max_answer_length` pieces): `(start, end, score)`, each `[B]`."""
+    start = tf.cast(outputs["start_logits"], tf.float32)  # [B, T]
+    end = tf.cast(outputs["end_logits"], tf.float32)
+    positions = tf.range(max_seq_length)[None, :]
+    in_context = (positions >= offset[:, None]) & (
+        positions < (offset + length)[:, None])
+    start = tf.where(in_context, start, _VERY_LOW)
+    end = tf.where(in_context, end, _VERY_LOW)
+    pair = start[:, :, None] + end[:, None, :]  # [B, T, T]
+    gap = positions[0][None, :] - positions[0][:, None]  # end - start
+    valid = (gap >= 0) & (gap < max_answer_length)
+    pair = tf.reshape(tf.where(valid[None], pair, _VERY_LOW),
+                      [tf.shape(pair)[0], -1])  # [B, T * T]
+    best = tf.argmax(pair, axis=-1, output_type=tf.int32)
+    return (best // max_seq_length, best % max_seq_length,
+            tf.reduce_max(pair, -1))
+
+
 def export_span_extractor(model, spm_model_file, export_dir,
                           max_seq_length=384, max_query_length=64,
                           max_answer_length=30, do_lower_case=True,
@@ -148,31 +171,17 @@ def export_span_extractor(model, spm_model_file, export_dir,
         piece_word = tf.ragged.boolean_mask(piece_word, keep).to_tensor(0)
         inputs = preprocessor.pack(query, flat)
         outputs = model(inputs, training=False)
-        start = tf.cast(outputs["start_logits"], tf.float32)  # [B, T]
-        end = tf.cast(outputs["end_logits"], tf.float32)
         offset = tf.cast(query.row_lengths(), tf.int32) + 2  # first context pos
         length = tf.cast(flat.row_lengths(), tf.int32)
-        positions = tf.range(max_seq_length)[None, :]
-        in_context = (positions >= offset[:, None]) & (
-            positions < (offset + length)[:, None])
-        very_low = tf.constant(-1e9)
-        start = tf.where(in_context, start, very_low)
-        end = tf.where(in_context, end, very_low)
-        pair = start[:, :, None] + end[:, None, :]  # [B, T, T]
-        gap = positions[0][None, :] - positions[0][:, None]  # end - start
-        valid = (gap >= 0) & (gap < max_answer_length)
-        pair = tf.where(valid[None], pair, very_low)
-        best = tf.argmax(tf.reshape(pair, [tf.shape(pair)[0], -1]), axis=-1,
-                         output_type=tf.int32)
-        score = tf.reduce_max(tf.reshape(pair, [tf.shape(pair)[0], -1]), -1)
-        s_pos, e_pos = best // max_seq_length, best % max_seq_length
+        s_pos, e_pos, score = _best_span(
+            outputs, offset, length, max_seq_length, max_answer_length)
         first_word = tf.gather(piece_word, tf.maximum(s_pos - offset, 0),
                                batch_dims=1)
         last_word = tf.gather(piece_word, tf.maximum(e_pos - offset, 0),
                               batch_dims=1)
         begin = tf.gather(word_starts.to_tensor(0), first_word, batch_dims=1)
         finish = tf.gather(word_ends.to_tensor(0), last_word, batch_dims=1)
-        found = (score > very_low / 2) & (length > 0)
+        found = (score > _VERY_LOW / 2) & (length > 0)
         answer = tf.where(
             found, tf.strings.substr(context, begin, finish - begin), "")
         result = {"answer": answer, "score": score}

@@ -283,7 +283,12 @@ def render_markdown(model_name=MODEL_NAME, port=PORT):
     Returns:
         Markdown text.
     """
-    lines = [
+    return "\n".join(_commands(model_name, port) + _signatures(model_name)
+                     + _examples() + _from_python(model_name))
+
+
+def _commands(model_name, port):
+    return [
         "### Serving with TF Serving",
         "",
         "Export a checkpoint (writes `$EXPORT_DIR/%s/<version>/`, "
@@ -314,7 +319,10 @@ def render_markdown(model_name=MODEL_NAME, port=PORT):
         % (port, model_name, port, model_name),
         "",
     ]
-    lines += [
+
+
+def _signatures(model_name):
+    return [
         "Signatures of `%s` (strings in; tokenization runs in the graph):"
         % model_name,
         "",
@@ -337,6 +345,10 @@ def render_markdown(model_name=MODEL_NAME, port=PORT):
         "is refused with `INVALID_ARGUMENT`.",
         "",
     ]
+
+
+def _examples():
+    lines = []
     for example in EXAMPLES:
         lines += [
             "#### %s (`%s`)" % (example.title, example.signature),
@@ -348,7 +360,11 @@ def render_markdown(model_name=MODEL_NAME, port=PORT):
             "Returns %s" % example.returns,
             "",
         ]
-    lines += [
+    return lines
+
+
+def _from_python(model_name):
+    return [
         "#### From Python, and fine-tuning",
         "",
         "```python",
@@ -378,7 +394,6 @@ def render_markdown(model_name=MODEL_NAME, port=PORT):
         "```",
         "",
     ]
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":
