@@ -142,3 +142,28 @@ def test_run_race(model_dir, tmp_path):
     assert set(predictions) == {"high1.txt", "middle1.txt"}
     assert all(len(v) == 2 and set(v) <= set("ABCD")
                for v in predictions.values())
+
+
+def test_run_squad_v1_trains_evaluates_and_predicts(model_dir, tmp_path):
+    """SQuAD v1.1 (no no-answer head: the pooler gets no gradient) through
+    the program as a user runs it."""
+    path, context = tasks_testdata.write_squad(str(tmp_path / "v1.json"))
+    out = str(tmp_path / "run")
+    args = [f"--train_file={path}", f"--predict_file={path}",
+            f"--init_checkpoint={model_dir}", f"--output_dir={out}",
+            "--do_train", "--do_eval", "--do_predict", "--max_seq_length=48",
+            "--doc_stride=16", "--max_query_length=12"] + [
+                f"--{k}={v}" for k, v in FAST.items()]
+    env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run([sys.executable, "-m", "albert_tf.run_squad", *args],
+                          capture_output=True, text=True, env=env, timeout=300,
+                          cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    evaluated = results.read_eval_results(os.path.join(out, "eval_results.txt"))
+    assert [r["global_step"] for r in evaluated] == [2, 4]
+    assert {"exact", "f1", "score"} <= set(evaluated[0])
+    assert "no_answer" not in open(os.path.join(out, "best", "task.json")).read()
+    predictions = json.load(open(os.path.join(out, "predictions.json")))
+    assert set(predictions) == {"q1", "q2"}
+    assert all(p in context for p in predictions.values())
+    assert not os.path.exists(os.path.join(out, "null_odds.json"))
