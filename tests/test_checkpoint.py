@@ -42,3 +42,23 @@ def test_missing_checkpoint_and_mismatched_config(tmp_path):
     wider = AlbertPretrainer(AlbertConfig.from_preset("tiny", intermediate_size=96))
     with pytest.raises(Exception, match="shape|Shape"):
         checkpoint.restore_model(wider, str(tmp_path / "a"))
+
+
+@pytest.mark.parametrize("change,expected", [
+    (dict(vocab_size=400), r"variable embeddings/word_embeddings has shape "
+     r"\(300, 16\) there and \(400, 16\) in the model; likely config field: "
+     r"vocab_size \(400 in the config, 300 in the checkpoint\)"),
+    (dict(hidden_size=64, num_attention_heads=2), r"likely config field: "
+     r"hidden_size"),
+    (dict(num_hidden_groups=2), r"16 model variables have no value there .*"
+     r"num_hidden_groups"),
+])
+def test_a_checkpoint_of_another_config_is_one_line_naming_the_cause(
+        tmp_path, change, expected):
+    base = dict(vocab_size=300)
+    checkpoint.save_model_dir(
+        AlbertPretrainer(AlbertConfig.from_preset("tiny", **base)), str(tmp_path))
+    other = AlbertPretrainer(AlbertConfig.from_preset("tiny", **dict(base, **change)))
+    with pytest.raises(ValueError, match=expected) as error:
+        checkpoint.restore_model(other, str(tmp_path))
+    assert "\n" not in str(error.value)

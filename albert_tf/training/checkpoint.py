@@ -14,6 +14,7 @@ the same "model" key next to "optimizer" and "step", so either restores into an
 """
 
 import os
+import re
 
 import tensorflow as tf
 
@@ -48,6 +49,88 @@ def resolve_checkpoint(path):
     return prefix
 
 
+# Config fields that set a variable dimension, most specific first.
+_SIZE_FIELDS = ("hidden_size", "intermediate_size", "embedding_size",
+                "vocab_size", "max_position_embeddings", "type_vocab_size")
+_NAME_HINTS = {"word_embeddings": "vocab_size",
+               "position_embeddings": "max_position_embeddings",
+               "token_type_embeddings": "type_vocab_size"}
+_SHAPE_ERROR = re.compile(r"incompatible tensor with shape \(([\d, ]*)\) when "
+                          r"attempting to restore variable with shape "
+                          r"\(([\d, ]*)\) and name ([^\s:]+)")
+
+
+def _likely_fields(name, saved, built, config):
+    """The config fields that may set the first dimension that differs."""
+    index = next(i for i, (a, b) in enumerate(zip(saved, built)) if a != b)
+    for hint, field in _NAME_HINTS.items():
+        if hint in name and index == 0:
+            return [field], index
+    return [field for field in _SIZE_FIELDS if config is not None and
+            getattr(config, field, None) == built[index]], index
+
+
+def explain_restore_error(error, prefix, config=None):
+    """One line saying why checkpoint `prefix` does not fit the model.
+
+    Args:
+        error: the `ValueError` or `AssertionError` tf.train raised.
+        prefix: the checkpoint prefix.
+        config: the `AlbertConfig` the model was built from, if known.
+
+    Returns:
+        The message, or None if `error` is not a mismatch of the model.
+    """
+    text = str(error)
+    match = _SHAPE_ERROR.search(text)
+    if match:
+        saved, built = (tuple(int(d) for d in g.replace(" ", "").split(",") if d)
+                        for g in match.groups()[:2])
+        name = match.group(3)
+        cause = ""
+        if len(saved) == len(built):
+            fields, index = _likely_fields(name, saved, built, config)
+            if fields:
+                cause = (f"; likely config field: {' or '.join(fields)} "
+                         f"({built[index]} in the config, {saved[index]} in "
+                         "the checkpoint)")
+        return (f"The checkpoint {prefix} does not fit the config: variable "
+                f"{name} has shape {saved} there and {built} in the model{cause}.")
+    if "not bound to checkpointed values" in text:
+        missing = re.findall(r"path=([^\s,]+)", text)
+        count = re.search(r"Found (\d+) Python objects", text)
+        return (f"The checkpoint {prefix} does not fit the config: "
+                f"{count.group(1) if count else 'some'} model variables have no "
+                f"value there (e.g. {', '.join(missing[:3])}); check "
+                "num_hidden_layers, num_hidden_groups, inner_group_num and "
+                "share against the checkpoint's albert_config.json.")
+    return None
+
+
+def read_checked(checkpoint, prefix, config=None, partial=True):
+    """`checkpoint.read(prefix)` with every model variable bound, or one
+    `ValueError` line naming the mismatch (see `explain_restore_error`).
+
+    Args:
+        checkpoint: a `tf.train.Checkpoint`.
+        prefix: the checkpoint prefix.
+        config: the `AlbertConfig` the model was built from, if known.
+        partial: values in the checkpoint the program does not use (an
+            optimizer's) are allowed.
+    """
+    try:
+        status = checkpoint.read(prefix)
+        if partial:
+            status = status.expect_partial()
+        status.assert_existing_objects_matched()
+    except (ValueError, AssertionError) as e:
+        message = explain_restore_error(e, prefix, config)
+        if message is None:
+            raise
+        raise ValueError(message) from None
+    return prefix
+
+
 def restore_model(model, path):
     """Restores an `AlbertPretrainer`'s weights from this project's checkpoint.
 
@@ -62,13 +145,13 @@ def restore_model(model, path):
 
     Raises:
         FileNotFoundError: when there is no checkpoint.
-        AssertionError: (from tf.train) when a model variable has no value in
-            the checkpoint, or a shape differs.
+        ValueError: a model variable has no value in the checkpoint, or a
+            shape differs (one line naming the variable, the shapes and the
+            likely config field).
     """
     prefix = resolve_checkpoint(path)
-    status = tf.train.Checkpoint(**{MODEL_KEY: model}).read(prefix)
-    status.expect_partial().assert_existing_objects_matched()
-    return prefix
+    return read_checked(tf.train.Checkpoint(**{MODEL_KEY: model}), prefix,
+                        getattr(model, "config", None))
 
 
 def save_model_dir(model, directory, spm_model_file=None):

@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.models.encoder import INPUT_NAMES
+from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import results as results_lib
 
 
@@ -58,8 +59,9 @@ class Evaluation:
 
     def restore_weights(self, path):
         """Loads the model weights (not the optimizer) of a checkpoint."""
-        tf.train.Checkpoint(**{results_lib.MODEL_KEY: self.model}).read(
-            path).expect_partial().assert_existing_objects_matched()
+        checkpoint_lib.read_checked(
+            tf.train.Checkpoint(**{results_lib.MODEL_KEY: self.model}), path,
+            self._config())
 
     def evaluate_and_record(self, path, use_current_weights=False):
         """Evaluates checkpoint `path` with the task, appends the result to

@@ -34,6 +34,7 @@ import tensorflow as tf
 
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.training import evaluation
+from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import distribute
 from albert_tf.training import optimization
 from albert_tf.training import results as results_lib
@@ -214,6 +215,12 @@ class Trainer(evaluation.Evaluation):
         # The state file may hold paths relative to another directory.
         return [os.path.join(self.output_dir, os.path.basename(p)) for p in names]
 
+    def _config(self):
+        """The model's `AlbertConfig` (for error messages), if it has one."""
+        model = self.model
+        return getattr(model, "config", None) or getattr(
+            getattr(model, "encoder", None), "config", None)
+
     def _check_finite_weights(self):
         for variable in self.model.trainable_variables:
             if not np.all(np.isfinite(variable.numpy())):
@@ -249,7 +256,7 @@ class Trainer(evaluation.Evaluation):
         results_lib.check_config_files(self.output_dir, config_files)
         latest = tf.train.latest_checkpoint(self.output_dir)
         if latest:
-            self.checkpoint.restore(latest).assert_existing_objects_matched()
+            checkpoint_lib.read_checked(self.checkpoint, latest, self._config())
             logging.info("Resumed from %s at step %d", latest,
                          int(self.step.numpy()))
         else:
