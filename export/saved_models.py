@@ -11,8 +11,11 @@ The end-to-end serving model (text in; what TF Serving serves):
   `mask_positions` int32 `[B, M]` (index of each mask in the packed
   sequence), `top_k_ids` int32 `[B, M, K]`, `top_k_pieces` string `[B, M, K]`,
   `top_k_probabilities` float32 `[B, M, K]` (softmax over the vocabulary,
-  best first). Slots past a row's own masks hold -1, -1, "" and 0; masks cut
-  off by the sequence length are not reported.
+  best first). Slots past a row's own masks hold -1, -1, "" and 0.
+  `dropped_masks` int32 `[B]` counts the row's markers that got no
+  prediction: those cut off by the sequence length, and `[mask]` written in
+  another case (only `[MASK]`, upper case, is a marker; other spellings are
+  read as text).
 - `sop(text, text_b)`: both string `[B]`. Returns `sop_logits` and
   `sop_probabilities` float32 `[B, 2]`: index 0 "in order", 1 "swapped".
 
@@ -117,7 +120,16 @@ def _predict_masks(pretrainer, preprocessor, text, top_k):
         "top_k_ids": ids,
         "top_k_pieces": pieces,
         "top_k_probabilities": tf.where(valid, probabilities, 0.0),
+        "dropped_masks": _count_markers(text) - tf.cast(
+            positions.row_lengths(), tf.int32),
     }
+
+
+def _count_markers(text):
+    """`[MASK]` markers in each text, in any case (int32 `[B]`)."""
+    rest = tf.strings.regex_replace(text, r"(?i)\[mask\]", "")
+    removed = tf.strings.length(text) - tf.strings.length(rest)
+    return removed // len(preprocessing.MASK_TOKEN)
 
 def _no_masks(top_k):
     """`fill_mask`'s outputs for an empty batch."""
@@ -126,6 +138,7 @@ def _no_masks(top_k):
         "top_k_ids": tf.zeros([0, 0, top_k], tf.int32),
         "top_k_pieces": tf.fill([0, 0, top_k], ""),
         "top_k_probabilities": tf.zeros([0, 0, top_k], tf.float32),
+        "dropped_masks": tf.zeros([0], tf.int32),
     }
 
 

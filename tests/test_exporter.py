@@ -180,6 +180,15 @@ def test_fill_mask_matches_keras_pretrainer(exported_albert,
                 sp_model.id_to_piece(int(x)) for x in best]
 
 
+def test_fill_mask_counts_the_markers_it_did_not_predict(
+        exported_albert, loaded_serving_model):
+    t = exported_albert.max_seq_length
+    out = loaded_serving_model.signatures["fill_mask"](text=tf.constant(
+        ["[MASK] " * 500, "a [mask] b [MASK] c [Mask]", "no mask", "[MASK]"]))
+    assert out["dropped_masks"].numpy().tolist() == [500 - (t - 2), 2, 0, 0]
+    assert out["dropped_masks"].dtype == tf.int32
+
+
 def test_sop_matches_keras_pretrainer(exported_albert, loaded_serving_model):
     out = loaded_serving_model.signatures["sop"](
         text=tf.constant(TEXTS[:3]), text_b=tf.constant(TEXTS_B[:3]))

@@ -40,7 +40,7 @@ _ENCODING = {"pooled_output": ["H"], "sequence_output": ["T", "H"],
 def _fill_mask_row(masks):
     return {"mask_positions": [masks], "top_k_ids": [masks, "K"],
             "top_k_pieces": [masks, "K"],
-            "top_k_probabilities": [masks, "K"]}
+            "top_k_probabilities": [masks, "K"], "dropped_masks": []}
 
 
 EXAMPLES = (
@@ -95,7 +95,8 @@ EXAMPLES = (
                 "most masks of a text in the request, -1 past a text's own), "
                 "`top_k_ids`, `top_k_pieces` and `top_k_probabilities` "
                 "(M lists of K, best first; -1, \"\" and 0 past a text's "
-                "own masks).",
+                "own masks), and `dropped_masks` (markers that got no "
+                "prediction: cut off by T, or not written `[MASK]`).",
         expect={"predictions": [_fill_mask_row(2), _fill_mask_row(2)]}),
     Example(
         title="Sentence order",
@@ -334,7 +335,8 @@ def _signatures(model_name):
         "| `fill_mask` | `text` string [B] with `[MASK]` markers | "
         "`mask_positions` int [B, M], `top_k_ids` int [B, M, K], "
         "`top_k_pieces` string [B, M, K], `top_k_probabilities` float "
-        "[B, M, K] |",
+        "[B, M, K], `dropped_masks` int [B] (markers cut off by T, or not in "
+        "upper case) |",
         "| `sop` | `text`, `text_b` string [B] | `sop_logits`, "
         "`sop_probabilities` float [B, 2] (0: in order, 1: swapped) |",
         "",
