@@ -259,6 +259,9 @@ def check_response(response, expect, dims):
                     sorted(spec)))
             for key in spec:
                 check(value[key], spec[key], where + "." + key)
+        elif spec == []:  # a scalar
+            assert isinstance(value, (int, float)), "%s: %r, expected a scalar" % (
+                where, value)
         elif spec and all(isinstance(s, (int, str)) for s in spec):
             expected = [dims[s] if isinstance(s, str) else s for s in spec]
             assert shape_of(value) == expected, "%s: shape %s, expected %s" % (
