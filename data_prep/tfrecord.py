@@ -148,8 +148,13 @@ def is_record_header(header):
     """
     if len(header) < HEADER_BYTES:
         return False
-    crc = _mask(crc32c_batch([bytes(header[:8])]))[0]
-    return int(crc) == int.from_bytes(header[8:HEADER_BYTES], "little")
+    return masked_crc32c(header[:8]) == int.from_bytes(
+        header[8:HEADER_BYTES], "little")
+
+
+def masked_crc32c(data):
+    """The masked CRC-32C a TFRecord stores after a length or a record."""
+    return int(_mask(crc32c_batch([bytes(data)]))[0])
 
 
 def _is_remote(path):
