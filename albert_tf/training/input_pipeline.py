@@ -29,7 +29,7 @@ import tensorflow as tf
 
 from data_prep import schema
 
-from albert_tf.training import records
+from albert_tf.training import records as records_lib
 
 # Record feature -> model input name.
 _RENAMES = {"input_ids": "input_word_ids", "segment_ids": "input_type_ids"}
@@ -65,7 +65,7 @@ def expand_file_patterns(input_file):
         if not matches:
             raise ValueError(f"No file matches input pattern {pattern!r}")
         files.extend(matches)
-    return records.tfrecord_files(files)
+    return records_lib.tfrecord_files(files)
 
 
 @dataclasses.dataclass
@@ -227,6 +227,38 @@ def to_model_features(record):
     return out
 
 
+def _records(files, is_training, seed, num_pipelines, pipeline_id,
+             shuffle_buffer, cycle_length, skip_corrupt_records):
+    """The serialized records of this input pipeline, in training order.
+
+    The arguments are those of `pretraining_dataset`; `num_pipelines` and
+    `pipeline_id` come from its input context.
+    """
+    # (path, size) -> records, naming the file if one is bad.
+    read_file = functools.partial(records_lib.read_file,
+                                  skip_corrupt_records=skip_corrupt_records)
+    shard_files = num_pipelines > 1 and len(files) >= num_pipelines
+    dataset = tf.data.Dataset.from_tensor_slices(
+        (files, records_lib.file_sizes(files)))
+    if shard_files:
+        dataset = dataset.shard(num_pipelines, pipeline_id)
+    if is_training:
+        dataset = dataset.repeat()
+        dataset = dataset.shuffle(len(files), seed=seed)
+        dataset = dataset.interleave(
+            read_file,
+            cycle_length=max(1, min(len(files), cycle_length)),
+            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    else:
+        # Evaluation reads the files one after the other, in order.
+        dataset = dataset.flat_map(read_file)
+    if num_pipelines > 1 and not shard_files:
+        dataset = dataset.shard(num_pipelines, pipeline_id)
+    if is_training:
+        dataset = dataset.shuffle(shuffle_buffer, seed=seed + 1)
+    return dataset
+
+
 def pretraining_dataset(input_files, batch_size, max_seq_length,
                         max_predictions_per_seq, is_training=True, seed=0,
                         input_context=None, skip_batches=0,
@@ -263,37 +295,16 @@ def pretraining_dataset(input_files, batch_size, max_seq_length,
             (`records.check_records`).
     """
     files = expand_file_patterns(input_files)
-    records.check_records(files, max_seq_length, max_predictions_per_seq,
-                          dynamic_masking is not None)
-    # (path, size) -> records, naming the file if one is bad.
-    read_file = functools.partial(records.read_file,
-                                  skip_corrupt_records=skip_corrupt_records)
+    records_lib.check_records(files, max_seq_length, max_predictions_per_seq,
+                              dynamic_masking is not None)
     if input_context is not None:
         batch_size = input_context.get_per_replica_batch_size(batch_size)
         num_pipelines = input_context.num_input_pipelines
         pipeline_id = input_context.input_pipeline_id
     else:
         num_pipelines, pipeline_id = 1, 0
-    shard_files = num_pipelines > 1 and len(files) >= num_pipelines
-
-    dataset = tf.data.Dataset.from_tensor_slices(
-        (files, records.file_sizes(files)))
-    if shard_files:
-        dataset = dataset.shard(num_pipelines, pipeline_id)
-    if is_training:
-        dataset = dataset.repeat()
-        dataset = dataset.shuffle(len(files), seed=seed)
-        dataset = dataset.interleave(
-            read_file,
-            cycle_length=max(1, min(len(files), cycle_length)),
-            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    else:
-        # Evaluation reads the files one after the other, in order.
-        dataset = dataset.flat_map(read_file)
-    if num_pipelines > 1 and not shard_files:
-        dataset = dataset.shard(num_pipelines, pipeline_id)
-    if is_training:
-        dataset = dataset.shuffle(shuffle_buffer, seed=seed + 1)
+    dataset = _records(files, is_training, seed, num_pipelines, pipeline_id,
+                       shuffle_buffer, cycle_length, skip_corrupt_records)
 
     if dynamic_masking is None:
         spec = schema.feature_spec(max_seq_length, max_predictions_per_seq)
