@@ -145,7 +145,7 @@ def test_a_corrupted_record_names_the_file_and_offset(tmp_path):
     with pytest.raises(tf.errors.InvalidArgumentError) as error:
         _eval_ids([bad, ok])
     assert (f"{bad}: no readable record at byte {_offset(serialized, 7)} of "
-            f"{size} (corrupted or truncated") in error.value.message
+            f"{size} (corrupted, truncated or unreadable") in error.value.message
     # The same for a file cut inside a record, in the training interleave.
     truncated = tmp_path / "truncated.tfrecord"
     truncated.write_bytes(open(ok, "rb").read()[:-5])

@@ -234,8 +234,8 @@ def _check_end(path, size, offset, at_end, skip_corrupt_records):
         " of ", tf.strings.as_string(size)])
     if not skip_corrupt_records:
         return tf.debugging.Assert(tf.logical_not(bad), [tf.strings.join([
-            message, " (corrupted or truncated; skip_corrupt_records skips "
-            "the rest of such files)"])])
+            message, " (corrupted, truncated or unreadable; "
+            "skip_corrupt_records skips the rest of such files)"])])
 
     def log_skip():
         # tf.print, not absl: this runs inside the tf.data graph.
