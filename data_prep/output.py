@@ -89,17 +89,21 @@ def stats_path(output_file):
 
 
 def _list_directory(directory):
+    """The names in `directory`; none when it does not exist yet."""
     if reader.is_remote(directory):
         import tensorflow as tf
+        if not tf.io.gfile.isdir(directory):
+            return []
         return [n.rstrip("/") for n in tf.io.gfile.listdir(directory)]
-    return os.listdir(directory or ".")
+    directory = directory or "."
+    return os.listdir(directory) if os.path.isdir(directory) else []
 
 
 def _is_earlier_output(path, name_is_stats):
     """Whether the content of `path` shows it was written by the builder."""
     try:
         data = reader.read_bytes(path) if name_is_stats else _head(path)
-    except OSError:
+    except (OSError, reader.InputError):  # Unreadable: not touched.
         return False
     if name_is_stats:
         try:
@@ -141,10 +145,7 @@ def earlier_outputs(output_file, new_files):
     shard = re.compile(re.escape(base) + "(%s)?(%s)?$" % (
         _SHARD_PATTERN, re.escape(tfrecord.INCOMPLETE_SUFFIX)))
     old_stats = base + STATS_SUFFIX
-    try:
-        names = _list_directory(directory)
-    except OSError:  # No directory yet: nothing earlier.
-        return []
+    names = _list_directory(directory)
     keep = set(new_files)
     found = []
     for name in sorted(names):

@@ -100,3 +100,14 @@ def test_shuffle_buffer_is_seeded_and_keeps_every_item():
     assert sorted(run("s")) == list(range(20))
     assert run("s") == run("s") != run("t")
     assert [output.ShuffleBuffer(0, "s").push(i) for i in range(3)] == [0, 1, 2]
+
+
+def test_earlier_outputs_through_gfile(tmp_path):
+    url = "file://" + str(tmp_path)
+    _shard(tmp_path / "t.tfrecord-00000-of-00002")
+    assert output.stats_path(url + "/t.tfrecord") == url + "/t.stats.json"
+    found = output.earlier_outputs(url + "/t.tfrecord", [url + "/t.tfrecord"])
+    assert found == [url + "/t.tfrecord-00000-of-00002"]
+    output.remove_earlier_outputs(found, url + "/t.tfrecord")
+    assert os.listdir(tmp_path) == []
+    assert output.earlier_outputs(url + "/none/t.tfrecord", []) == []
