@@ -44,6 +44,24 @@ _HF_KEY_MAP = {
 }
 
 
+def parse_json_object(text, path):
+    """The JSON object in `text`, the content of `path` (named in errors).
+
+    Raises:
+        ValueError: one line naming `path`, when `text` is not JSON (a
+            truncated download, say) or not a JSON object.
+    """
+    try:
+        values = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path!r} is not valid JSON (truncated or "
+                         f"corrupt?): {e}") from e
+    if not isinstance(values, dict):
+        raise ValueError(f"{path!r} must hold a JSON object. "
+                         f"Received: {type(values).__name__}")
+    return values
+
+
 @dataclasses.dataclass
 class AlbertConfig:
     """ALBERT hyperparameters (official names; see module docstring).
@@ -201,14 +219,7 @@ class AlbertConfig:
             raise FileNotFoundError(f"No ALBERT config file at {path!r}")
         with tf.io.gfile.GFile(path, "r") as f:
             text = f.read()
-        try:
-            values = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path!r} is not valid JSON: {e}") from e
-        if not isinstance(values, dict):
-            raise ValueError(f"{path!r} must hold a JSON object. "
-                             f"Received: {type(values).__name__}")
-        return cls.from_dict(values, source=path)
+        return cls.from_dict(parse_json_object(text, path), source=path)
 
     def to_json_string(self):
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"

@@ -363,7 +363,7 @@ def run(output_dir, input_file=None, max_corpus_chars=2_000_000,
         records = {}
         for split, dupes in (("train", dupe_factor), ("eval", 1)):
             path = os.path.join(data_dir, split + ".tfrecord")
-            stats_path = path + pipeline.STATS_SUFFIX
+            stats_path = pipeline.stats_path(path)
             stats = _read_json(stats_path)
             if not (stats and stats["settings"]["max_seq_length"] ==
                     max_seq_length and stats["settings"]["dupe_factor"] == dupes

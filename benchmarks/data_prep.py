@@ -38,6 +38,7 @@ if not __package__:  # Run as a script: import the repo's data_prep package.
     sys.path[0] = _ROOT
 
 from data_prep import builtin_corpus  # noqa: E402
+from data_prep import output as output_lib  # noqa: E402
 from data_prep import vocab  # noqa: E402
 
 
@@ -150,7 +151,7 @@ def measure(corpus, model, out_dir, workers, args, env):
         "--num_workers=%d" % workers, "--chunk_mb=%g" % args.chunk_mb,
     ]
     wall, cpu, peak_total, peak_main = run_measured(command, env)
-    with open(output + ".stats.json") as f:
+    with open(output_lib.stats_path(output)) as f:
         stats = json.load(f)
     return dict(instances=stats["instances"], elapsed=stats["elapsed_s"],
                 wall=wall, cpu=cpu, peak_total=peak_total, peak_main=peak_main,

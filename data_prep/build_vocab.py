@@ -5,65 +5,71 @@ r"""Trains an ALBERT SentencePiece vocabulary.
 
 Writes `<model_prefix>.model` and `<model_prefix>.vocab`: a unigram model with
 `<pad>`=0, `<unk>`=1, `[CLS]`=2, `[SEP]`=3, `[MASK]`=4 and the released user
-symbols, trained on text preprocessed as for pretraining. See
+symbols, trained on text preprocessed as for pretraining. Input files that are
+not text (TFRecords, JSON, binary) are skipped and named in the log. See
 `data_prep.vocab.train_vocab`.
 """
 
-import sys
+import dataclasses
+from typing import Optional
 
-from absl import app
-from absl import flags
 from absl import logging
 
-from data_prep import reader
+from data_prep import options as options_lib
 from data_prep import vocab
-
-_INPUT_FILE = flags.DEFINE_string(
-    "input_file", None,
-    "Text files: comma-separated paths or glob patterns, one sentence per "
-    "line (plain or gzip; gs:// and other tf.io.gfile paths work).")
-_MODEL_PREFIX = flags.DEFINE_string(
-    "model_prefix", None, "Output prefix: writes <prefix>.model and .vocab.")
-_VOCAB_SIZE = flags.DEFINE_integer(
-    "vocab_size", 30000, "Number of pieces, special pieces included.")
-_DO_LOWER_CASE = flags.DEFINE_bool(
-    "do_lower_case", True,
-    "Lowercase the text (use the same value for create_pretraining_data).")
-_INPUT_SENTENCE_SIZE = flags.DEFINE_integer(
-    "input_sentence_size", 10_000_000,
-    "Most sentences held in memory: a uniform sample of the corpus "
-    "(<= 0: all).")
-_CHARACTER_COVERAGE = flags.DEFINE_float(
-    "character_coverage", 0.9995, "Fraction of characters the model covers.")
-_HARD_VOCAB_LIMIT = flags.DEFINE_bool(
-    "hard_vocab_limit", True,
-    "If false, vocab_size is a soft limit (for small corpora).")
-_RANDOM_SEED = flags.DEFINE_integer(
-    "random_seed", 12345, "Seed of the sentence sampling.")
-_NUM_THREADS = flags.DEFINE_integer(
-    "num_threads", None, "Trainer threads (default: the CPU count).")
+from data_prep.options import option
 
 
-def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError("Unexpected arguments: %s" % " ".join(argv[1:]))
+@dataclasses.dataclass
+class Options:
+    """The program's options (one flag each)."""
+
+    input_file: str = option(
+        None,
+        "Text files: comma-separated paths or glob patterns, one sentence per "
+        "line (plain or gzip; gs:// and other tf.io.gfile paths work).",
+        required=True)
+    model_prefix: str = option(
+        None, "Output prefix: writes <prefix>.model and .vocab.", required=True)
+    vocab_size: int = option(
+        30000, "Number of pieces, special pieces included.")
+    do_lower_case: bool = option(
+        True,
+        "Lowercase the text (use the same value for create_pretraining_data).")
+    input_sentence_size: int = option(
+        10_000_000,
+        "Most sentences held in memory: a uniform sample of the corpus "
+        "(<= 0: all).")
+    character_coverage: float = option(
+        0.9995, "Fraction of characters the model covers.")
+    hard_vocab_limit: bool = option(
+        True, "If false, vocab_size is a soft limit (for small corpora).")
+    random_seed: int = option(12345, "Seed of the sentence sampling.")
+    num_threads: Optional[int] = option(
+        None, "Trainer threads (default: the CPU count).")
+
+
+def main(options):
+    """Runs `vocab.train_vocab` with the program's options.
+
+    Raises:
+        ValueError: bad input, or the SentencePiece trainer failed (its
+            message, which names the problem).
+    """
     try:
         model_path, vocab_path = vocab.train_vocab(
-            _INPUT_FILE.value, _MODEL_PREFIX.value,
-            vocab_size=_VOCAB_SIZE.value,
-            do_lower_case=_DO_LOWER_CASE.value,
-            input_sentence_size=_INPUT_SENTENCE_SIZE.value,
-            character_coverage=_CHARACTER_COVERAGE.value,
-            hard_vocab_limit=_HARD_VOCAB_LIMIT.value,
-            seed=_RANDOM_SEED.value,
-            num_threads=_NUM_THREADS.value)
-    except (reader.InputError, vocab.SpecialPiecesError) as e:
-        sys.exit("build_vocab: error: %s" % e)
+            options.input_file, options.model_prefix,
+            vocab_size=options.vocab_size,
+            do_lower_case=options.do_lower_case,
+            input_sentence_size=options.input_sentence_size,
+            character_coverage=options.character_coverage,
+            hard_vocab_limit=options.hard_vocab_limit,
+            seed=options.random_seed,
+            num_threads=options.num_threads)
     except RuntimeError as e:  # Raised by the SentencePiece trainer.
-        sys.exit("build_vocab: SentencePiece training failed: %s" % e)
+        raise ValueError("SentencePiece training failed: %s" % e) from e
     logging.info("Wrote %s and %s.", model_path, vocab_path)
 
 
 if __name__ == "__main__":
-    flags.mark_flags_as_required(["input_file", "model_prefix"])
-    app.run(main)
+    options_lib.run(Options, main, doc=__doc__)

@@ -47,22 +47,17 @@ import numpy as np
 from absl import logging
 
 from data_prep import instances as instances_lib
+from data_prep import output as output_lib
 from data_prep import reader
 from data_prep import schema
+from data_prep import statistics as stats_lib
 from data_prep import text as text_lib
 from data_prep import tfrecord
 from data_prep import vocab
 
-STATS_SUFFIX = ".stats.json"
-
-_COUNTER_NAMES = (
-    "chunks", "documents", "sentences", "empty_sentences",
-    "one_sentence_documents", "long_sentences", "instances", "tokens",
-    "maskable_tokens", "masked_tokens", "swapped_instances", "short_instances",
-    "truncated_instances", "random_next_instances", "split_sentences",
-    "unpairable_chunks",
-)
-
+# Named through the pipeline by its callers.
+output_paths = output_lib.output_paths
+stats_path = output_lib.stats_path
 
 @dataclasses.dataclass(frozen=True)
 class ChunkSettings:
@@ -95,10 +90,10 @@ class ChunkProcessor:
 
         Returns:
             `(frames, counters)`: the framed records in their shuffled order
-            and a dict of counts (see `_COUNTER_NAMES`, plus `ngram_counts`).
+            and a dict of counts (see `stats_lib.COUNTER_NAMES`, plus `ngram_counts`).
         """
         settings, options = self.settings, self.settings.options
-        counters = dict.fromkeys(_COUNTER_NAMES, 0)
+        counters = dict.fromkeys(stats_lib.COUNTER_NAMES, 0)
         counters["chunks"] = 1
         seeds = np.random.SeedSequence([settings.random_seed, chunk.index])
         np_seed, py_seed = seeds.spawn(2)
@@ -189,57 +184,86 @@ def _process_parallel(chunks, settings, num_workers):
             yield pending.popleft().get()
 
 
-def output_paths(output_file, num_output_shards=1):
-    """Returns the shard paths for `--output_file` / `--num_output_shards`.
+@dataclasses.dataclass
+class _Plan:
+    """What a run reads, writes and replaces (all checked before writing)."""
 
-    A comma-separated list names the shards itself; a single path with
-    `num_output_shards > 1` becomes `<path>-00000-of-0000N`, ...
+    inputs: list
+    model_proto: bytes
+    shard_paths: list
+    stats_path: str
+    earlier: list
+
+
+def _plan(input_file, output_file, spm_model_file, options, dupe_factor,
+          num_output_shards):
+    """Validates the arguments and resolves every path of a run.
 
     Raises:
-        ValueError: a list whose length disagrees with `num_output_shards`.
+        ValueError: bad options, or an output that is also an input.
+        reader.InputError, vocab.SpecialPiecesError: see the caller.
     """
-    paths = [p.strip() for p in output_file.split(",") if p.strip()]
-    if not paths:
-        raise ValueError("No output file given. Received: %r" % output_file)
-    if num_output_shards < 1:
-        raise ValueError("num_output_shards must be >= 1. Received: %d"
-                         % num_output_shards)
-    if len(paths) > 1:
-        if num_output_shards not in (1, len(paths)):
-            raise ValueError(
-                "--output_file lists %d files but --num_output_shards is %d."
-                % (len(paths), num_output_shards))
-        return paths
-    if num_output_shards == 1:
-        return paths
-    return ["%s-%05d-of-%05d" % (paths[0], i, num_output_shards)
-            for i in range(num_output_shards)]
+    options.validate()
+    if dupe_factor < 1:
+        raise ValueError("dupe_factor must be >= 1. Received: %d" % dupe_factor)
+    inputs = reader.text_files(reader.expand_input_patterns(input_file))
+    try:
+        model_proto = reader.read_bytes(spm_model_file)
+    except OSError as e:
+        raise vocab.SpecialPiecesError(
+            "Cannot read SentencePiece model %r: %s" % (spm_model_file, e)) from None
+    vocab.check_special_pieces(model_proto)
+    shard_paths = output_lib.output_paths(output_file, num_output_shards)
+    stats = output_lib.stats_path(output_file)
+    written = shard_paths + [stats]
+    earlier = output_lib.earlier_outputs(output_file, written)
+    output_lib.check_not_inputs(
+        inputs, written + output_lib.ShardSet.temporary_paths(written) + earlier)
+    return _Plan(inputs, model_proto, shard_paths, stats, earlier)
 
 
-class _ShuffleBuffer:
-    """A seeded streaming shuffle of at most `size` items."""
+def _write_shards(results, shard_paths, buffer, totals, read_counters,
+                  progress_interval_s):
+    """Shuffles the workers' records into the shards and commits them.
 
-    def __init__(self, size, seed):
-        self._size = size
-        self._items = []
-        self._rng = random.Random(seed)
+    Returns:
+        Records written to each shard.
 
-    def push(self, item):
-        """Adds an item; returns one that leaves the buffer, or None."""
-        if self._size <= 0:
-            return item
-        if len(self._items) < self._size:
-            self._items.append(item)
-            return None
-        slot = self._rng.randrange(self._size)
-        out, self._items[slot] = self._items[slot], item
-        return out
-
-    def drain(self):
-        """Returns the remaining items in random order."""
-        items, self._items = self._items, []
-        self._rng.shuffle(items)
-        return items
+    Raises:
+        reader.InputError: no instance at all (nothing is committed).
+    """
+    shards = output_lib.ShardSet(shard_paths)
+    start_time = last_log = time.time()
+    try:
+        for frames, counters in results:
+            totals.add(counters)
+            for frame in frames:
+                frame = buffer.push(frame)
+                if frame is not None:
+                    shards.write(frame)
+            now = time.time()
+            if now - last_log >= progress_interval_s:
+                last_log = now
+                count = totals.counts
+                logging.info(
+                    "Progress: %d chunks, %d documents, %.1f MB read, %d "
+                    "instances (%.0f instances/s).", count["chunks"],
+                    count["documents"], read_counters.bytes / 1e6,
+                    count["instances"], count["instances"] / (now - start_time))
+        for frame in buffer.drain():
+            shards.write(frame)
+        if not shards.written:
+            raise reader.InputError(
+                "No instances could be built from %d input files: every "
+                "document was empty or had a single sentence (%d one-sentence "
+                "documents, %d lines read)." % (
+                    read_counters.files, totals.counts["one_sentence_documents"],
+                    read_counters.lines))
+        shards.commit()
+    except BaseException:
+        shards.abort()
+        raise
+    return shards.counts
 
 
 def create_pretraining_data(
@@ -250,6 +274,10 @@ def create_pretraining_data(
         max_line_bytes=reader.DEFAULT_MAX_LINE_BYTES,
         progress_interval_s=30.0):
     """Builds pretraining TFRecords (official schema) and a statistics file.
+
+    Inputs that are not text (TFRecords, JSON, binary) are skipped and
+    logged. The shards replace those of an earlier run of the same
+    `output_file` only once all are complete (see `data_prep.output`).
 
     Args:
         input_file: comma-separated paths or glob patterns.
@@ -269,163 +297,51 @@ def create_pretraining_data(
         progress_interval_s: seconds between progress log lines.
 
     Returns:
-        The statistics dict (also written to `<first output>.stats.json`).
+        The statistics dict (also written to `output.stats_path(output_file)`,
+        `<directory>/<stem>.stats.json`).
 
     Raises:
         reader.InputError: missing/unreadable inputs, or no usable text.
         vocab.SpecialPiecesError: the SentencePiece model is unusable.
-        ValueError: bad options.
+        ValueError: bad options, or an output that is also an input (nothing
+            is written then).
     """
-    options.validate()
-    if dupe_factor < 1:
-        raise ValueError("dupe_factor must be >= 1. Received: %d" % dupe_factor)
-    paths = reader.expand_input_patterns(input_file)
-    try:
-        model_proto = reader.read_bytes(spm_model_file)
-    except OSError as e:
-        raise vocab.SpecialPiecesError(
-            "Cannot read SentencePiece model %r: %s" % (spm_model_file, e)) from None
-    vocab.check_special_pieces(model_proto)
-    shard_paths = output_paths(output_file, num_output_shards)
-    if "," in output_file:
-        stats_path = shard_paths[0] + STATS_SUFFIX
-    else:
-        stats_path = output_file.strip() + STATS_SUFFIX
-    settings = ChunkSettings(model_proto, options, dupe_factor, random_seed,
-                             do_lower_case)
+    plan = _plan(input_file, output_file, spm_model_file, options, dupe_factor,
+                 num_output_shards)
+    settings = ChunkSettings(plan.model_proto, options, dupe_factor,
+                             random_seed, do_lower_case)
     logging.info("Reading %d input files; writing %d shards (%s%s); %d workers.",
-                 len(paths), len(shard_paths), shard_paths[0],
-                 ", ..." if len(shard_paths) > 1 else "", max(1, num_workers))
+                 len(plan.inputs), len(plan.shard_paths), plan.shard_paths[0],
+                 ", ..." if len(plan.shard_paths) > 1 else "",
+                 max(1, num_workers))
 
     read_counters = reader.ReadCounters()
-    chunks = reader.iter_chunks(paths, read_counters, chunk_bytes, max_line_bytes)
-    if num_workers > 1:
-        results = _process_parallel(chunks, settings, num_workers)
-    else:
-        processor = ChunkProcessor(settings)
-        results = map(processor, chunks)
-
-    totals = dict.fromkeys(_COUNTER_NAMES, 0)
-    ngram_counts = [0] * (options.ngram + 1)
-    buffer = _ShuffleBuffer(shuffle_buffer_size, "%d-shuffle" % random_seed)
-    writers = []
-    written = 0
-    start_time = last_log = time.time()
+    chunks = reader.iter_chunks(plan.inputs, read_counters, chunk_bytes,
+                                max_line_bytes)
+    results = (_process_parallel(chunks, settings, num_workers)
+               if num_workers > 1 else map(ChunkProcessor(settings), chunks))
+    totals = stats_lib.Totals(options.ngram)
+    start_time = time.time()
     try:
-        writers = [tfrecord.ShardWriter(path) for path in shard_paths]
-
-        def emit(frame):
-            nonlocal written
-            writers[written % len(writers)].write(frame)
-            written += 1
-
-        for frames, counters in results:
-            for key in _COUNTER_NAMES:
-                totals[key] += counters[key]
-            ngram_counts = [a + b for a, b in
-                            zip(ngram_counts, counters["ngram_counts"])]
-            for frame in frames:
-                frame = buffer.push(frame)
-                if frame is not None:
-                    emit(frame)
-            now = time.time()
-            if now - last_log >= progress_interval_s:
-                last_log = now
-                logging.info(
-                    "Progress: %d chunks, %d documents, %.1f MB read, %d "
-                    "instances (%.0f instances/s).", totals["chunks"],
-                    totals["documents"], read_counters.bytes / 1e6,
-                    totals["instances"], totals["instances"] / (now - start_time))
-        for frame in buffer.drain():
-            emit(frame)
-        if not written:
-            raise reader.InputError(
-                "No instances could be built from %r: every document was "
-                "empty or had a single sentence (%d one-sentence documents, "
-                "%d lines read)." % (input_file,
-                                     totals["one_sentence_documents"],
-                                     read_counters.lines))
-        for writer in writers:
-            writer.commit()
-    except BaseException:
-        for writer in writers:
-            writer.abort()
-        raise
+        records_per_shard = _write_shards(
+            results, plan.shard_paths,
+            output_lib.ShuffleBuffer(shuffle_buffer_size,
+                                     "%d-shuffle" % random_seed),
+            totals, read_counters, progress_interval_s)
     finally:
         if hasattr(results, "close"):
             results.close()  # Stops the worker pool, if any.
-    elapsed = time.time() - start_time
 
-    stats = _statistics(totals, ngram_counts, read_counters, options)
-    stats.update(
-        input_files=paths, output_files=shard_paths,
-        records_per_shard=[w.count for w in writers],
-        elapsed_s=round(elapsed, 3),
-        instances_per_s=round(totals["instances"] / max(elapsed, 1e-9), 1),
-        settings=dict(dataclasses.asdict(options), dupe_factor=dupe_factor,
-                      random_seed=random_seed, do_lower_case=do_lower_case,
-                      num_output_shards=len(shard_paths),
-                      chunk_bytes=chunk_bytes,
-                      shuffle_buffer_size=shuffle_buffer_size))
-    tfrecord.write_text_atomically(stats_path, json.dumps(stats, indent=2) + "\n")
-    _log_summary(stats, read_counters, stats_path)
+    stats = stats_lib.statistics(totals, read_counters, options)
+    stats_lib.add_run(
+        stats, plan.inputs, plan.shard_paths, records_per_shard,
+        time.time() - start_time,
+        dict(dataclasses.asdict(options), dupe_factor=dupe_factor,
+             random_seed=random_seed, do_lower_case=do_lower_case,
+             num_output_shards=len(plan.shard_paths), chunk_bytes=chunk_bytes,
+             shuffle_buffer_size=shuffle_buffer_size))
+    tfrecord.write_text_atomically(plan.stats_path,
+                                   json.dumps(stats, indent=2) + "\n")
+    output_lib.remove_earlier_outputs(plan.earlier, output_file)
+    stats_lib.log_summary(stats, read_counters, plan.stats_path)
     return stats
-
-
-def _fraction(part, whole):
-    return round(part / whole, 6) if whole else 0.0
-
-
-def _statistics(totals, ngram_counts, read_counters, options):
-    """The statistics file's content (plain JSON types)."""
-    instances = totals["instances"]
-    return {
-        "instances": instances,
-        "documents": totals["documents"],
-        "sentences": totals["sentences"],
-        "tokens": totals["tokens"],
-        "maskable_tokens": totals["maskable_tokens"],
-        "masked_tokens": totals["masked_tokens"],
-        "masked_fraction": _fraction(totals["masked_tokens"],
-                                     totals["maskable_tokens"]),
-        "mean_tokens_per_instance": _fraction(totals["tokens"], instances),
-        "ngram_histogram": {str(n): ngram_counts[n]
-                            for n in range(1, options.ngram + 1)},
-        "sop_label_counts": {"0": instances - totals["swapped_instances"],
-                             "1": totals["swapped_instances"]},
-        "sop_swapped_fraction": _fraction(totals["swapped_instances"], instances),
-        "short_seq_fraction": _fraction(totals["short_instances"], instances),
-        "truncated_instances": totals["truncated_instances"],
-        "random_next_instances": totals["random_next_instances"],
-        "split_sentences": totals["split_sentences"],
-        "read": read_counters.as_dict(),
-        "skipped": {
-            "non_utf8_lines": read_counters.non_utf8_lines,
-            "overlong_lines": read_counters.overlong_lines,
-            "empty_files": read_counters.empty_files,
-            "empty_sentences": totals["empty_sentences"],
-            "one_sentence_documents": totals["one_sentence_documents"],
-            "unpairable_chunks": totals["unpairable_chunks"],
-        },
-        "long_sentences_truncated": totals["long_sentences"],
-    }
-
-
-def _log_summary(stats, read_counters, stats_path):
-    logging.info(
-        "Wrote %d instances (%d documents, %.1f MB read) in %.1f s "
-        "(%.0f instances/s); masked fraction %.4f, SOP swapped %.4f, short "
-        "%.4f. Statistics: %s", stats["instances"], stats["documents"],
-        read_counters.bytes / 1e6, stats["elapsed_s"], stats["instances_per_s"],
-        stats["masked_fraction"], stats["sop_swapped_fraction"],
-        stats["short_seq_fraction"], stats_path)
-    read_counters.log_skips()
-    skipped = stats["skipped"]
-    for kind in ("empty_sentences", "one_sentence_documents",
-                 "unpairable_chunks"):
-        if skipped[kind]:
-            logging.warning("Skipped %d %s.", skipped[kind], kind.replace("_", " "))
-    if stats["long_sentences_truncated"]:
-        logging.warning(
-            "%d sentences were longer than max_seq_length - 3 tokens; their "
-            "instances were truncated.", stats["long_sentences_truncated"])

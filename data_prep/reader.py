@@ -10,7 +10,10 @@ and `iter_chunks` groups whole documents into chunks of about `chunk_bytes`
 characters.
 Bad input is either a clear `InputError` (missing or unreadable files, a
 pattern matching nothing) or a counted and logged skip (`ReadCounters`:
-non-UTF-8 lines, lines over `max_line_bytes`, empty files).
+non-UTF-8 lines, lines over `max_line_bytes`, empty files). Files that are
+not text at all (TFRecords, JSON such as the builder's own statistics files,
+unfinished outputs, binary files) are dropped by `text_files` before
+reading, so a glob that also covers earlier outputs reads only the corpus.
 """
 
 import dataclasses
@@ -22,9 +25,13 @@ import zlib
 
 from absl import logging
 
+from data_prep import tfrecord
+
 _BUFFER_SIZE = 1 << 20
 DEFAULT_MAX_LINE_BYTES = 1 << 20
 _MAX_LOGGED_EXAMPLES = 5
+# Bytes of each input looked at to tell text from other formats.
+_SNIFF_BYTES = 8192
 
 
 class InputError(ValueError):
@@ -77,6 +84,56 @@ def expand_input_patterns(input_patterns):
     if problems:
         raise InputError("Unusable input files: " + "; ".join(problems))
     return paths
+
+
+def _not_text_reason(path):
+    """Why `path` is not a text input (a short phrase), or None if it is."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    if name.endswith(tfrecord.INCOMPLETE_SUFFIX):
+        return "an unfinished output"
+    if name.endswith(".json"):
+        return "JSON"
+    with open_binary(path) as stream:  # Decompresses gzip.
+        try:
+            head = stream.read(_SNIFF_BYTES)
+        except (OSError, EOFError, zlib.error) as e:
+            raise InputError("Cannot read input file %s: %s" % (path, e)) from None
+    if tfrecord.is_record_header(head[:tfrecord.HEADER_BYTES]):
+        return "TFRecord"
+    # Text never holds NUL bytes; binary formats nearly always do. Invalid
+    # UTF-8 alone is not enough: such lines are skipped one by one.
+    if b"\0" in head:
+        return "binary"
+    return None
+
+
+def text_files(paths):
+    """Drops the inputs that are not text, logging them in one line.
+
+    Args:
+        paths: file paths (from `expand_input_patterns`).
+
+    Returns:
+        The text files, in order.
+
+    Raises:
+        InputError: no input is text (the message names each file and why),
+            or a file cannot be opened.
+    """
+    kept, dropped = [], []
+    for path in paths:
+        reason = _not_text_reason(path)
+        if reason:
+            dropped.append("%s (%s)" % (path, reason))
+        else:
+            kept.append(path)
+    if not kept:
+        raise InputError("No text among the input files: %s"
+                         % "; ".join(dropped))
+    if dropped:
+        logging.warning("Skipping %d input files that are not text: %s",
+                        len(dropped), "; ".join(dropped))
+    return kept
 
 
 class _GFileRaw(io.RawIOBase):

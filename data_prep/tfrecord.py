@@ -8,6 +8,8 @@ A TFRecord file is a sequence of
 `frame_records` builds those frames for a batch of records with a CRC-32C
 computed by numpy over all records at once (one table step per byte column),
 so worker processes write TFRecords without loading TensorFlow.
+`is_record_header` tells a TFRecord file from anything else by its first 12
+bytes (a length and that length's checksum), without reading further.
 
 `ShardWriter` writes a file under a temporary name (`<path>.incomplete`) and
 renames it to `path` only in `commit()`: an interrupted run never leaves a file
@@ -19,6 +21,7 @@ import os
 import numpy as np
 
 INCOMPLETE_SUFFIX = ".incomplete"
+HEADER_BYTES = 12  # uint64 length + uint32 masked CRC of the length.
 _MASK_DELTA = 0xA282EAD8
 
 
@@ -132,6 +135,26 @@ def frame_records(records):
                   data_crcs[4 * i:4 * i + 4]))
         for i, record in enumerate(records)
     ]
+
+
+def is_record_header(header):
+    """Whether `header` (a file's first 12 bytes) starts a TFRecord.
+
+    The 8-byte length is followed by its own masked CRC-32C, so text, JSON or
+    any other format passes only by a 1-in-2^32 accident.
+
+    Args:
+        header: `bytes`, the first `HEADER_BYTES` of a file (shorter: False).
+    """
+    if len(header) < HEADER_BYTES:
+        return False
+    return masked_crc32c(header[:8]) == int.from_bytes(
+        header[8:HEADER_BYTES], "little")
+
+
+def masked_crc32c(data):
+    """The masked CRC-32C a TFRecord stores after a length or a record."""
+    return int(_mask(crc32c_batch([bytes(data)]))[0])
 
 
 def _is_remote(path):

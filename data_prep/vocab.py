@@ -151,6 +151,7 @@ def train_vocab(input_patterns, model_prefix, vocab_size=30000,
     Args:
         input_patterns: comma-separated paths or glob patterns (plain or gzip
             text; anything `tf.io.gfile` reads when a path holds "://").
+            Matches that are not text are skipped (`reader.text_files`).
         model_prefix: output path prefix; writes `<prefix>.model` and
             `<prefix>.vocab`.
         vocab_size: number of pieces, special pieces included.
@@ -171,7 +172,7 @@ def train_vocab(input_patterns, model_prefix, vocab_size=30000,
         SpecialPiecesError: the trained model lacks the special pieces (for
             example a user symbol clashing with them in extra options).
     """
-    paths = reader.expand_input_patterns(input_patterns)
+    paths = reader.text_files(reader.expand_input_patterns(input_patterns))
     counters = reader.ReadCounters()
     sentences = (
         line for line in (

@@ -3,6 +3,7 @@
 import subprocess
 import sys
 
+from data_prep import tfrecord
 from data_prep import vocab
 
 
@@ -30,3 +31,36 @@ def test_cli_bad_input_is_a_clear_error(corpus_cli_env, tmp_path):
     assert result.returncode == 1
     assert "No file matches" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_cli_skips_files_that_are_not_text(corpus_cli_env, tmp_path, corpus_dir):
+    (tmp_path / "corpus.txt").write_bytes((corpus_dir / "a.txt").read_bytes())
+    (tmp_path / "corpus.stats.json").write_text('{"instances": 3}')
+    (tmp_path / "corpus.tfrecord").write_bytes(
+        tfrecord.frame_records([b"\0\1record"])[0])
+    result = _run(corpus_cli_env, "--input_file=%s" % (tmp_path / "corpus*"),
+                  "--model_prefix=%s" % (tmp_path / "v"), "--vocab_size=300",
+                  "--nohard_vocab_limit", "--num_threads=1")
+    assert result.returncode == 0, result.stderr
+    assert ("Skipping 2 input files that are not text: %s (JSON); %s (TFRecord)"
+            % (tmp_path / "corpus.stats.json", tmp_path / "corpus.tfrecord")
+            in result.stderr)
+
+
+def test_cli_trainer_failure_is_one_line_and_help_lists_flags(
+        corpus_cli_env, tmp_path, corpus_dir):
+    result = _run(corpus_cli_env,
+                  "--input_file=%s" % (corpus_dir / "a.txt"),
+                  "--model_prefix=%s" % (tmp_path / "v"),
+                  "--vocab_size=100000", "--num_threads=1")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("build_vocab: error: SentencePiece training failed: ")
+    assert "100000" in last
+    help_text = _run(corpus_cli_env, "--help").stdout
+    assert "Trains an ALBERT SentencePiece vocabulary" in help_text
+    for flag in ("--input_file", "--model_prefix", "--vocab_size",
+                 "--[no]hard_vocab_limit", "--num_threads"):
+        assert flag in help_text, flag
+    assert "(default: '30000')" in help_text

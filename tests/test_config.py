@@ -120,3 +120,15 @@ def test_bad_json_files(tmp_path):
     unknown.write_text(json.dumps({"hidden_sise": 768}))
     with pytest.raises(ValueError, match="hidden_sise"):
         AlbertConfig.from_json_file(str(unknown))
+
+
+def test_truncated_json_names_the_file_in_one_line(tmp_path):
+    path = tmp_path / "config.json"
+    full = json.dumps(AlbertConfig.from_preset("tiny").to_dict())
+    path.write_text(full[:40])
+    with pytest.raises(ValueError) as error:
+        AlbertConfig.from_json_file(str(path))
+    message = str(error.value)
+    assert message.startswith(f"{str(path)!r} is not valid JSON (truncated or "
+                              "corrupt?): ")
+    assert "\n" not in message

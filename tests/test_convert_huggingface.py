@@ -1,6 +1,8 @@
 import importlib.util
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -161,3 +163,59 @@ def test_config_mapping():
     with pytest.raises(names.UnsupportedConfigError, match="share='attention'"):
         huggingface.config_to_hf(
             huggingface.config_from_hf(values).__class__(share="attention"))
+
+
+def _cli(*args):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # (The library module of `python -m albert_tf.convert_checkpoint`.)
+    return subprocess.run(
+        [sys.executable, "-m", "albert_tf.cli.convert_checkpoint", *args],
+        cwd=root, capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, PYTHONPATH=root, TF_CPP_MIN_LOG_LEVEL="2"))
+
+
+def _files(directory):
+    return {name: open(os.path.join(directory, name), "rb").read()
+            for name in sorted(os.listdir(directory))}
+
+
+def test_corrupt_weights_and_truncated_config_are_named(tmp_path,
+                                                        random_pretrainer):
+    model = random_pretrainer()
+    hf = str(tmp_path / "hf")
+    os.makedirs(hf)
+    huggingface.write(core.Weights(model.config, core.model_to_official(model)),
+                      hf)
+    weights_file = os.path.join(hf, "model.safetensors")
+    tensor = "albert.encoder.embedding_hidden_mapping_in.bias"
+    begin, _ = safetensors_io.SafetensorsFile(weights_file)._entries[tensor][
+        "data_offsets"]
+    raw = bytearray(open(weights_file, "rb").read())
+    start = 8 + int.from_bytes(raw[:8], "little") + begin
+    raw[start:start + 16] = b"\xff" * 16
+    with open(weights_file, "wb") as f:
+        f.write(raw)
+    before = _files(hf)
+    with pytest.raises(safetensors_io.SafetensorsError,
+                       match=f"{weights_file!r}: tensor {tensor!r} holds 4 NaN"):
+        huggingface.read(hf)
+    out = str(tmp_path / "out")
+    result = _cli("--source=huggingface", f"--input={hf}", f"--output_dir={out}")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert f"{weights_file!r}: tensor {tensor!r} holds 4 NaN" in result.stderr
+    assert not os.path.exists(out)
+
+    config_file = os.path.join(hf, "config.json")
+    with open(config_file, "r+") as f:
+        f.truncate(40)
+    with pytest.raises(ValueError, match=f"^{config_file!r} is not valid JSON"):
+        huggingface.read(hf)
+    with pytest.raises(ValueError, match=f"^{config_file!r} is not valid JSON"):
+        load_pretrained(hf)
+    result = _cli("--source=huggingface", f"--input={hf}", f"--output_dir={out}")
+    assert result.returncode == 1
+    assert f"{config_file!r} is not valid JSON (truncated or corrupt?)" in (
+        result.stderr)
+    assert _files(hf) == dict(before, **{"config.json": _files(hf)["config.json"]})
+    assert not os.path.exists(out)

@@ -65,3 +65,32 @@ def test_rejects_corrupt_files(tmp_path):
         f.write(struct.pack("<Q", 10 ** 9) + b"{}")
     with pytest.raises(safetensors_io.SafetensorsError, match="header length"):
         safetensors_io.SafetensorsFile(path)
+
+
+def test_refuses_non_finite_floats_naming_tensor_and_file(tmp_path):
+    path = str(tmp_path / "w.safetensors")
+    safetensors_io.save_file({"a": np.arange(6, dtype=np.float32),
+                              "b": np.ones(3, np.float32),
+                              "ids": np.arange(3, dtype=np.int64)}, path)
+    raw = bytearray(open(path, "rb").read())
+    begin = 8 + int.from_bytes(raw[:8], "little")  # Data of "a" comes first.
+    raw[begin + 8:begin + 16] = b"\xff" * 8  # a[2], a[3]: NaN bit patterns.
+    with open(path, "wb") as f:
+        f.write(raw)
+    f = safetensors_io.SafetensorsFile(path)
+    np.testing.assert_array_equal(f.get("b"), np.ones(3, np.float32))
+    with pytest.raises(safetensors_io.SafetensorsError) as error:
+        f.get("a")
+    assert str(error.value) == (
+        f"{path!r}: tensor 'a' holds 2 NaN or infinite values of 6 (first at "
+        "index [2]: nan); the file is corrupt")
+    with pytest.raises(safetensors_io.SafetensorsError, match="'a' holds 2"):
+        safetensors_io.load_file(path)
+    assert np.isnan(safetensors_io.load_file(path, check_finite=False)["a"]).sum() == 2
+    # Infinity too, and in bfloat16.
+    bf16 = np.array([0x3F80, 0x7F80], "<u2").tobytes()  # 1.0, +inf
+    _write_raw(path, {"x": {"dtype": "BF16", "shape": [2],
+                            "data_offsets": [0, 4]}}, bf16)
+    with pytest.raises(safetensors_io.SafetensorsError,
+                       match=r"'x' holds 1 NaN or infinite values of 2 .*inf"):
+        safetensors_io.load_file(path)

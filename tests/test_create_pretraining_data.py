@@ -1,6 +1,7 @@
 """Tests for the create_pretraining_data CLI (subprocess, like a user)."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -24,8 +25,7 @@ def test_cli_official_flags(corpus_cli_env, tmp_path, corpus_files,
         "--norandom_next_sentence", "--random_seed=3", "--do_lower_case",
         "--num_workers=1", "--num_output_shards=2")
     assert result.returncode == 0, result.stderr
-    stats = json.loads(
-        (tmp_path / "data" / "train.tfrecord.stats.json").read_text())
+    stats = json.loads((tmp_path / "data" / "train.stats.json").read_text())
     assert stats["instances"] > 100
     assert stats["settings"]["max_seq_length"] == 64
     assert (tmp_path / "data" / "train.tfrecord-00001-of-00002").exists()
@@ -54,3 +54,70 @@ def test_cli_bad_inputs_fail_cleanly(corpus_cli_env, tmp_path, corpus_files,
              "--spm_model_file=%s" % spm_model_path, "--max_seq_length=3"),
         "max_seq_length must be >= 5")
     assert not list(tmp_path.glob("o.tfrecord*"))
+
+
+def _files(directory):
+    return {path.name: path.read_bytes() for path in directory.iterdir()}
+
+
+def _error_line(result):
+    """The one line the program ends with, after checking it failed cleanly."""
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    return result.stderr.strip().splitlines()[-1]
+
+
+def test_cli_refuses_an_output_that_is_an_input(corpus_cli_env, tmp_path,
+                                                corpus_dir, spm_model_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes((corpus_dir / "b.txt").read_bytes())
+    shard = tmp_path / "x.tfrecord-00001-of-00002"  # Text with a shard's name.
+    shard.write_bytes((corpus_dir / "a.txt").read_bytes())
+    before = _files(tmp_path)
+    model = "--spm_model_file=%s" % spm_model_path
+
+    line = _error_line(_run(corpus_cli_env, "--input_file=%s" % corpus,
+                            "--output_file=%s" % corpus, model))
+    assert line == (
+        "create_pretraining_data: error: Output %s is also an input file; "
+        "writing it would destroy the input. Choose an output_file that no "
+        "input_file pattern matches." % corpus)
+    line = _error_line(_run(
+        corpus_cli_env, "--input_file=%s" % (tmp_path / "*"),
+        "--output_file=%s" % (tmp_path / "x.tfrecord"),
+        "--num_output_shards=2", model))
+    assert "Output %s is also an input file" % shard in line
+    assert _files(tmp_path) == before
+
+
+def test_cli_rerun_over_its_outputs_and_help(corpus_cli_env, tmp_path,
+                                             corpus_dir, spm_model_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "corpus.txt").write_bytes((corpus_dir / "b.txt").read_bytes())
+    flags = ["--spm_model_file=%s" % spm_model_path, "--max_seq_length=64",
+             "--max_predictions_per_seq=10", "--dupe_factor=1",
+             "--output_file=%s" % (data / "train.tfrecord")]
+    first = _run(corpus_cli_env, "--input_file=%s" % (data / "corpus.txt"),
+                 "--num_output_shards=4", *flags)
+    assert first.returncode == 0, first.stderr
+    # The glob covers the corpus and the first run's shards and statistics.
+    second = _run(corpus_cli_env, "--input_file=%s" % (data / "*"),
+                  "--num_output_shards=2", *flags)
+    assert second.returncode == 0, second.stderr
+    assert "Skipping 5 input files that are not text: " in second.stderr
+    assert "%s (JSON)" % (data / "train.stats.json") in second.stderr
+    assert sorted(os.listdir(data)) == [
+        "corpus.txt", "train.stats.json", "train.tfrecord-00000-of-00002",
+        "train.tfrecord-00001-of-00002"]
+    stats = json.loads((data / "train.stats.json").read_text())
+    assert stats["input_files"] == [str(data / "corpus.txt")]
+    # The same corpus, read once: as many instances as the first run.
+    assert "Wrote %d instances" % stats["instances"] in first.stderr
+
+    help_text = _run(corpus_cli_env, "--help").stdout
+    assert "Builds ALBERT pretraining TFRecords" in help_text
+    for flag in ("--input_file", "--output_file", "--dupe_factor",
+                 "--num_output_shards", "--[no]do_whole_word_mask"):
+        assert flag in help_text, flag
+    assert "(default: '40')" in help_text

@@ -55,7 +55,9 @@ def test_outputs_and_statistics_file(built):
     out, stats, features = built
     assert stats["output_files"] == ["%s-%05d-of-00003" % (out, i) for i in range(3)]
     assert not glob.glob(out + "*" + tfrecord.INCOMPLETE_SUFFIX)
-    with open(out + pipeline.STATS_SUFFIX) as f:
+    # The statistics file is not caught by a glob over the shards.
+    assert sorted(glob.glob(out + "*")) == stats["output_files"]
+    with open(os.path.join(os.path.dirname(out), "train.stats.json")) as f:
         on_disk = json.load(f)
     assert on_disk["instances"] == stats["instances"] == len(features["input_ids"])
     assert sum(on_disk["records_per_shard"]) == stats["instances"]
@@ -170,7 +172,7 @@ def test_interrupted_run_leaves_no_whole_looking_shard(tmp_path, corpus_files,
             shuffle_buffer_size=0)
     assert open(shards[0], "rb").read() == b"previous complete shard"
     assert not os.path.exists(shards[1])
-    assert not os.path.exists(out + pipeline.STATS_SUFFIX)
+    assert not os.path.exists(pipeline.stats_path(out))
     assert not glob.glob(str(tmp_path / ("*" + tfrecord.INCOMPLETE_SUFFIX)))
 
 
@@ -230,3 +232,125 @@ def test_random_next_sentence_mode_and_progress_log(tmp_path, corpus_files,
     # Official NSP-style mode: half of the multi-sentence chunks and every
     # lone sentence take B from another document, so label 1 is over half.
     assert 0.5 <= stats["sop_swapped_fraction"] <= 0.8
+
+
+def _small_corpus(directory, corpus_dir, documents=60):
+    """The first documents of the generated corpus, as `directory/corpus.txt`."""
+    text = (corpus_dir / "a.txt").read_text(encoding="utf-8")
+    path = directory / "corpus.txt"
+    path.write_text("\n\n".join(text.split("\n\n")[:documents]) + "\n",
+                    encoding="utf-8")
+    return path
+
+
+def _build(inputs, out, spm_model_path, shards):
+    return pipeline.create_pretraining_data(
+        inputs, out, spm_model_path,
+        options=instances.InstanceOptions(max_seq_length=64,
+                                          max_predictions_per_seq=10),
+        dupe_factor=1, num_output_shards=shards, shuffle_buffer_size=50)
+
+
+def _files(directory):
+    return {p.name: p.read_bytes() for p in directory.iterdir()}
+
+
+def _records(paths):
+    return sorted(r.numpy() for r in tf.data.TFRecordDataset(paths))
+
+
+def test_rerun_over_its_own_outputs_reads_text_and_reshards(
+        tmp_path, corpus_dir, spm_model_path, caplog):
+    data = tmp_path / "data"
+    data.mkdir()
+    _small_corpus(data, corpus_dir)
+    out = str(data / "train.tfrecord")
+    first = _build(str(data / "corpus.txt"), out, spm_model_path, shards=4)
+    first_records = _records(first["output_files"])
+    # The statistics file of the older naming, and files that are not text.
+    (data / "train.tfrecord.stats.json").write_text(
+        json.dumps({"output_files": first["output_files"]}))
+    (data / "train.tfrecord-backup").write_bytes(b"\0\1 not a shard")
+    (data / "spm.model").write_bytes(open(spm_model_path, "rb").read())
+
+    caplog.set_level(logging.INFO, logger="absl")
+    second = _build(str(data / "*"), out, spm_model_path, shards=2)
+
+    assert second["input_files"] == [str(data / "corpus.txt")]
+    assert second["instances"] == first["instances"]
+    assert _records(second["output_files"]) == first_records
+    skips = [r.getMessage() for r in caplog.records
+             if "not text" in r.getMessage()]
+    assert len(skips) == 1
+    for name, why in (("train.stats.json", "JSON"), ("spm.model", "binary"),
+                      ("train.tfrecord-00003-of-00004", "TFRecord"),
+                      ("train.tfrecord-backup", "binary")):
+        assert "%s (%s)" % (data / name, why) in skips[0]
+    # The 4 old shards and the old statistics file are gone; the rest stays.
+    assert sorted(os.listdir(data)) == [
+        "corpus.txt", "spm.model", "train.stats.json",
+        "train.tfrecord-00000-of-00002", "train.tfrecord-00001-of-00002",
+        "train.tfrecord-backup"]
+    removed = [r.getMessage() for r in caplog.records
+               if r.getMessage().startswith("Removed 5 files of an earlier run")]
+    assert len(removed) == 1 and "train.tfrecord-00002-of-00004" in removed[0]
+
+    # Back to one shard: the unsharded name replaces the two shards.
+    third = _build(str(data / "corpus.txt"), out, spm_model_path, shards=1)
+    assert sorted(glob.glob(out + "*")) == [
+        out, str(data / "train.tfrecord-backup")]
+    assert _records([out]) == first_records
+    assert third["output_files"] == [out]
+
+
+def test_interrupted_reshard_keeps_the_earlier_run(tmp_path, corpus_dir,
+                                                    spm_model_path, monkeypatch):
+    data = tmp_path / "data"
+    data.mkdir()
+    _small_corpus(data, corpus_dir, documents=200)
+    out = str(data / "train.tfrecord")
+    pipeline.create_pretraining_data(
+        str(data / "corpus.txt"), out, spm_model_path,
+        options=instances.InstanceOptions(max_seq_length=64), dupe_factor=1,
+        num_output_shards=3, chunk_bytes=5_000)
+    before = _files(data)
+    real_call = pipeline.ChunkProcessor.__call__
+
+    def failing_call(self, chunk):
+        if chunk.index == 2:
+            raise KeyboardInterrupt("simulated interruption")
+        return real_call(self, chunk)
+
+    monkeypatch.setattr(pipeline.ChunkProcessor, "__call__", failing_call)
+    with pytest.raises(KeyboardInterrupt):
+        pipeline.create_pretraining_data(
+            str(data / "corpus.txt"), out, spm_model_path,
+            options=instances.InstanceOptions(max_seq_length=64),
+            dupe_factor=1, num_output_shards=2, chunk_bytes=5_000,
+            shuffle_buffer_size=0)
+    assert _files(data) == before
+
+
+def test_output_that_is_an_input_is_refused_before_writing(
+        tmp_path, corpus_dir, spm_model_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    corpus = _small_corpus(data, corpus_dir, documents=20)
+    (data / "link.txt").symlink_to(corpus)
+    (data / "x.tfrecord-00001-of-00002").write_text(corpus.read_text())
+    before = _files(data)
+    cases = [
+        (str(corpus), str(corpus), 1, "Output %s is also an input" % corpus),
+        (str(data / "*.txt"), str(data / "link.txt"), 1, "link.txt is also an"),
+        (str(data / "corpus.txt"), str(data / "link.txt"), 1,
+         "(as %s)" % corpus),
+        ("%s,%s" % (data / "x*", corpus), str(data / "x.tfrecord"), 2,
+         "x.tfrecord-00001-of-00002 is also an input"),
+        (str(data / "*"), "%s,%s" % (data / "new.tfrecord", corpus), 1,
+         "corpus.txt is also an input"),
+    ]
+    for inputs, output, shards, message in cases:
+        with pytest.raises(ValueError) as error:
+            _build(inputs, output, spm_model_path, shards)
+        assert message in str(error.value) and "\n" not in str(error.value)
+        assert _files(data) == before

@@ -93,8 +93,8 @@ def test_quickstart_end_to_end_and_resume(tmp_path):
     # Every artifact exists.
     data, pretrain = os.path.join(out, "data"), os.path.join(out, "pretrain")
     for path in ("corpus.json", "train.txt", "eval.txt", "spm.model",
-                 "spm.vocab", "train.tfrecord", "train.tfrecord.stats.json",
-                 "eval.tfrecord", "eval.tfrecord.stats.json", "baseline.json"):
+                 "spm.vocab", "train.tfrecord", "train.stats.json",
+                 "eval.tfrecord", "eval.stats.json", "baseline.json"):
         assert os.path.getsize(os.path.join(data, path)) > 0, path
     assert tf.train.latest_checkpoint(pretrain).endswith("ckpt-20")
     assert os.path.exists(os.path.join(pretrain, "eval_results.txt"))

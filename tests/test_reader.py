@@ -94,3 +94,30 @@ def test_huge_document_is_split_so_chunks_stay_bounded(tmp_path):
     assert max(sum(len(l) + 1 for l in c.lines) for c in chunks) <= 400
     assert counters.split_documents >= 10
     assert sum(len(c.lines) for c in chunks) == 500
+
+
+def test_text_files_drops_other_formats_by_content_and_name(tmp_path, caplog):
+    import logging
+
+    from data_prep import tfrecord
+
+    text = _write(tmp_path / "a.txt", "One line.\nbad \xff line?\n")
+    packed = _write(tmp_path / "b.gz", gzip.compress(b"Gzip text.\n"))
+    records = _write(tmp_path / "c", b"".join(tfrecord.frame_records([b"x"])))
+    packed_records = _write(tmp_path / "d.gz", gzip.compress(
+        b"".join(tfrecord.frame_records([b"y" * 100]))))
+    sidecar = _write(tmp_path / "e.stats.json", '{"instances": 1}')
+    binary = _write(tmp_path / "f.model", b"\n\x05piece\x00\x00\x80?")
+    unfinished = _write(tmp_path / "g.txt.incomplete", "text\n")
+    empty = _write(tmp_path / "h.txt", b"")
+    caplog.set_level(logging.WARNING, logger="absl")
+    kept = reader.text_files([text, packed, records, packed_records, sidecar,
+                              binary, unfinished, empty])
+    assert kept == [text, packed, empty]
+    assert [r.getMessage() for r in caplog.records] == [
+        "Skipping 5 input files that are not text: %s (TFRecord); "
+        "%s (TFRecord); %s (JSON); %s (binary); %s (an unfinished output)"
+        % (records, packed_records, sidecar, binary, unfinished)]
+    with pytest.raises(reader.InputError,
+                       match=r"No text among the input files: .*c \(TFRecord\)$"):
+        reader.text_files([records])

@@ -63,3 +63,14 @@ def test_shard_writer_through_gfile(tmp_path):
     writer.write(b"xyz")
     writer.commit()
     assert (tmp_path / "remote_shard").read_bytes() == b"xyz"
+
+
+def test_is_record_header():
+    frame = tfrecord.frame_records([b"some record"])[0]
+    assert tfrecord.is_record_header(frame[:tfrecord.HEADER_BYTES])
+    assert tfrecord.is_record_header(frame)  # Only the first 12 bytes count.
+    broken = bytearray(frame)
+    broken[9] ^= 1
+    for data in (bytes(broken), frame[:11], b"", b'{\n  "instances": 4',
+                 b"Plain text, one sentence a line.\n"):
+        assert not tfrecord.is_record_header(data)

@@ -17,6 +17,7 @@ import tempfile
 
 import numpy as np
 
+from albert_tf import config as config_lib
 from albert_tf.convert import names
 
 REPORT_NAME = "conversion_report.txt"
@@ -96,6 +97,21 @@ def _listing(items):
     if len(items) > _MAX_LISTED:
         text += f", ... ({len(items) - _MAX_LISTED} more)"
     return text
+
+
+def read_json(path):
+    """The JSON object in a local file (a config); errors name the file.
+
+    Raises:
+        ValueError: the file is not UTF-8, not JSON (truncated, say) or not
+            a JSON object; one line naming `path`.
+    """
+    with open(path, encoding="utf-8") as f:
+        try:
+            text = f.read()
+        except UnicodeDecodeError as e:
+            raise ConversionError(f"{path!r} is not UTF-8 text: {e}") from e
+    return config_lib.parse_json_object(text, path)
 
 
 def to_float32(name, value, report):

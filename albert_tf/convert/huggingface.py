@@ -170,8 +170,10 @@ def _open_tensors(directory):
             files = {SAFETENSORS_NAME: safetensors_io.SafetensorsFile(single)}
             owner = {k: SAFETENSORS_NAME for k in files[SAFETENSORS_NAME].keys()}
         else:
-            with open(index) as f:
-                owner = json.load(f)["weight_map"]
+            owner = core.read_json(index).get("weight_map")
+            if not isinstance(owner, dict):
+                raise core.ConversionError(
+                    f"{index!r} has no \"weight_map\" object")
             files = {name: safetensors_io.SafetensorsFile(
                 os.path.join(directory, name)) for name in sorted(set(owner.values()))}
         shapes, dtypes = {}, {}
@@ -195,8 +197,16 @@ def _open_tensors(directory):
         state = torch.load(pytorch, map_location="cpu", weights_only=True)
         shapes = {k: tuple(v.shape) for k, v in state.items()}
         dtypes = {k: str(v.dtype).replace("torch.", "") for k, v in state.items()}
-        return (shapes, lambda k: state[k].detach().float().numpy(), PYTORCH_NAME,
-                dtypes)
+
+        def read_tensor(name):
+            value = state[name].detach().float().numpy()
+            if not np.isfinite(value).all():
+                raise core.ConversionError(
+                    f"{pytorch!r}: tensor {name!r} holds NaN or infinite "
+                    "values; the file is corrupt")
+            return value
+
+        return shapes, read_tensor, PYTORCH_NAME, dtypes
     raise FileNotFoundError(
         f"No {SAFETENSORS_NAME}, {SAFETENSORS_INDEX_NAME} or {PYTORCH_NAME} "
         f"in {directory!r}")
@@ -220,8 +230,7 @@ def read(directory):
     config_file = os.path.join(directory, CONFIG_NAME)
     if not os.path.exists(config_file):
         raise FileNotFoundError(f"No {CONFIG_NAME} in {directory!r}")
-    with open(config_file) as f:
-        values = json.load(f)
+    values = core.read_json(config_file)
     if values.get("model_type", "albert") != "albert":
         raise core.ConversionError(
             f"{config_file!r} is not an ALBERT config. Received: "

@@ -13,7 +13,6 @@ no SOP head, and its MLM head uses a LayerNorm epsilon of 1e-5 where the
 official head uses 1e-12 (a difference of order 1e-6 in the logits).
 """
 
-import json
 import os
 
 from albert_tf.config import AlbertConfig
@@ -179,8 +178,8 @@ def read(directory):
     for name in (CONFIG_NAME, WEIGHTS_NAME):
         if not os.path.exists(os.path.join(directory, name)):
             raise FileNotFoundError(f"No {name} in keras-hub preset {directory!r}")
-    with open(os.path.join(directory, CONFIG_NAME)) as f:
-        class_name = json.load(f).get("class_name")
+    class_name = core.read_json(os.path.join(directory, CONFIG_NAME)).get(
+        "class_name")
     if class_name != "AlbertBackbone":
         raise core.ConversionError(
             f"{directory!r} is not a keras-hub ALBERT preset. Received: "
@@ -193,8 +192,7 @@ def read(directory):
     task_file = os.path.join(directory, TASK_CONFIG_NAME)
     has_mlm = False
     if os.path.exists(task_file):
-        with open(task_file) as f:
-            has_mlm = json.load(f).get("class_name") == "AlbertMaskedLM"
+        has_mlm = core.read_json(task_file).get("class_name") == "AlbertMaskedLM"
     if has_mlm:
         model = keras_hub.models.AlbertMaskedLM.from_preset(
             directory, preprocessor=None)

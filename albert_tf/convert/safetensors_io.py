@@ -5,6 +5,11 @@ of JSON (`{name: {"dtype", "shape", "data_offsets": [begin, end]}}` plus an
 optional `"__metadata__"` map of strings), then the tensors' raw little-endian
 bytes, with offsets counted from the end of the header. Reading maps the file
 into memory, so only the tensors asked for are loaded.
+
+The format has no checksum: bytes overwritten on disk still load. Weights
+never hold NaN or infinity, and corrupted float bytes nearly always decode
+to some, so reading refuses a floating-point tensor that holds them, naming
+the tensor and the file (`check_finite`).
 """
 
 import json
@@ -88,8 +93,17 @@ class SafetensorsFile:
         """The safetensors dtype string of a tensor (e.g. `"F32"`)."""
         return self._entries[name]["dtype"]
 
-    def get(self, name):
-        """Reads one tensor; BF16 becomes float32 (NumPy has no bfloat16)."""
+    def get(self, name, check_finite=True):
+        """Reads one tensor; BF16 becomes float32 (NumPy has no bfloat16).
+
+        Args:
+            name: the tensor's name.
+            check_finite: refuse a floating-point tensor holding NaN or
+                infinity (see the module docstring).
+
+        Raises:
+            SafetensorsError: the tensor holds non-finite values.
+        """
         if self._buffer is None:
             self._buffer = np.memmap(self.path, dtype=np.uint8, mode="r")
         entry = self._entries[name]
@@ -100,13 +114,31 @@ class SafetensorsFile:
             value = bits.view(np.float32)
         else:
             value = raw.view(_DTYPES[entry["dtype"]])
-        return np.array(value.reshape(entry["shape"]), copy=True)
+        value = np.array(value.reshape(entry["shape"]), copy=True)
+        if check_finite and value.dtype.kind == "f":
+            self._check_finite(name, value)
+        return value
+
+    def _check_finite(self, name, value):
+        finite = np.isfinite(value)
+        if finite.all():
+            return
+        first = tuple(int(i) for i in np.argwhere(~finite)[0])
+        raise SafetensorsError(
+            f"{self.path!r}: tensor {name!r} holds {value.size - int(finite.sum())}"
+            f" NaN or infinite values of {value.size} (first at index "
+            f"{list(first)}: {value[first]}); the file is corrupt")
 
 
-def load_file(path):
-    """Reads every tensor of a `.safetensors` file into `{name: np.ndarray}`."""
+def load_file(path, check_finite=True):
+    """Reads every tensor of a `.safetensors` file into `{name: np.ndarray}`.
+
+    Raises:
+        SafetensorsError: a malformed file, or (with `check_finite`) a
+            floating-point tensor holding NaN or infinity.
+    """
     f = SafetensorsFile(path)
-    return {name: f.get(name) for name in f.keys()}
+    return {name: f.get(name, check_finite) for name in f.keys()}
 
 
 def save_file(tensors, path, metadata=None):

@@ -23,10 +23,13 @@ Output features (a flat dict): the model inputs `input_word_ids`,
 """
 
 import dataclasses
+import functools
 
 import tensorflow as tf
 
 from data_prep import schema
+
+from albert_tf.training import records as records_lib
 
 # Record feature -> model input name.
 _RENAMES = {"input_ids": "input_word_ids", "segment_ids": "input_type_ids"}
@@ -42,11 +45,13 @@ def expand_file_patterns(input_file):
             list of such strings.
 
     Returns:
-        The matching paths: patterns in the given order, each one's matches
-        sorted.
+        The matching TFRecord files: patterns in the given order, each one's
+        matches sorted. Matches that are not TFRecords (such as the data
+        builder's `*.stats.json`) are skipped and named in the log.
 
     Raises:
-        ValueError: when nothing is given or a pattern matches no file.
+        ValueError: when nothing is given, a pattern matches no file or no
+            match is a TFRecord file.
     """
     if isinstance(input_file, str):
         input_file = [input_file]
@@ -60,7 +65,7 @@ def expand_file_patterns(input_file):
         if not matches:
             raise ValueError(f"No file matches input pattern {pattern!r}")
         files.extend(matches)
-    return files
+    return records_lib.tfrecord_files(files)
 
 
 @dataclasses.dataclass
@@ -222,11 +227,43 @@ def to_model_features(record):
     return out
 
 
+def _records(files, is_training, seed, num_pipelines, pipeline_id,
+             shuffle_buffer, cycle_length, skip_corrupt_records):
+    """The serialized records of this input pipeline, in training order.
+
+    The arguments are those of `pretraining_dataset`; `num_pipelines` and
+    `pipeline_id` come from its input context.
+    """
+    # (path, size) -> records, naming the file if one is bad.
+    read_file = functools.partial(records_lib.read_file,
+                                  skip_corrupt_records=skip_corrupt_records)
+    shard_files = num_pipelines > 1 and len(files) >= num_pipelines
+    dataset = tf.data.Dataset.from_tensor_slices(
+        (files, records_lib.file_sizes(files)))
+    if shard_files:
+        dataset = dataset.shard(num_pipelines, pipeline_id)
+    if is_training:
+        dataset = dataset.repeat()
+        dataset = dataset.shuffle(len(files), seed=seed)
+        dataset = dataset.interleave(
+            read_file,
+            cycle_length=max(1, min(len(files), cycle_length)),
+            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    else:
+        # Evaluation reads the files one after the other, in order.
+        dataset = dataset.flat_map(read_file)
+    if num_pipelines > 1 and not shard_files:
+        dataset = dataset.shard(num_pipelines, pipeline_id)
+    if is_training:
+        dataset = dataset.shuffle(shuffle_buffer, seed=seed + 1)
+    return dataset
+
+
 def pretraining_dataset(input_files, batch_size, max_seq_length,
                         max_predictions_per_seq, is_training=True, seed=0,
                         input_context=None, skip_batches=0,
                         dynamic_masking=None, shuffle_buffer=100,
-                        cycle_length=8):
+                        cycle_length=8, skip_corrupt_records=False):
     """A `tf.data.Dataset` of pretraining batches.
 
     Args:
@@ -244,36 +281,30 @@ def pretraining_dataset(input_files, batch_size, max_seq_length,
         dynamic_masking: a `DynamicMasking` for mask-less records, or None.
         shuffle_buffer: records held by the record shuffle.
         cycle_length: files read in parallel.
+        skip_corrupt_records: skip (and log) the rest of a file from a
+            corrupted or truncated record instead of failing (see
+            `records.read_file`); a bad first record still fails, before
+            any training.
 
     Returns:
         A dataset of dicts (see the module docstring), batch dimension static.
+
+    Raises:
+        ValueError: no TFRecord file matches, or the first record of a file
+            disagrees with `max_seq_length` / `max_predictions_per_seq`
+            (`records.check_records`).
     """
     files = expand_file_patterns(input_files)
+    records_lib.check_records(files, max_seq_length, max_predictions_per_seq,
+                              dynamic_masking is not None)
     if input_context is not None:
         batch_size = input_context.get_per_replica_batch_size(batch_size)
         num_pipelines = input_context.num_input_pipelines
         pipeline_id = input_context.input_pipeline_id
     else:
         num_pipelines, pipeline_id = 1, 0
-    shard_files = num_pipelines > 1 and len(files) >= num_pipelines
-
-    dataset = tf.data.Dataset.from_tensor_slices(files)
-    if shard_files:
-        dataset = dataset.shard(num_pipelines, pipeline_id)
-    if is_training:
-        dataset = dataset.repeat()
-        dataset = dataset.shuffle(len(files), seed=seed)
-        dataset = dataset.interleave(
-            tf.data.TFRecordDataset,
-            cycle_length=max(1, min(len(files), cycle_length)),
-            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    else:
-        # Evaluation reads the files one after the other, in order.
-        dataset = dataset.flat_map(tf.data.TFRecordDataset)
-    if num_pipelines > 1 and not shard_files:
-        dataset = dataset.shard(num_pipelines, pipeline_id)
-    if is_training:
-        dataset = dataset.shuffle(shuffle_buffer, seed=seed + 1)
+    dataset = _records(files, is_training, seed, num_pipelines, pipeline_id,
+                       shuffle_buffer, cycle_length, skip_corrupt_records)
 
     if dynamic_masking is None:
         spec = schema.feature_spec(max_seq_length, max_predictions_per_seq)
