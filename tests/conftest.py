@@ -229,7 +229,9 @@ def exported_albert(tmp_path_factory, spm_model_path):
 
     from albert_tf import AlbertConfig, AlbertPretrainer
     from albert_tf.training import checkpoint
+    from data_prep import options as options_lib
     from export import export_saved_model
+    from export import exporter
 
     sp_model = spm.SentencePieceProcessor(model_file=spm_model_path)
     config = AlbertConfig.from_preset(
@@ -249,12 +251,14 @@ def exported_albert(tmp_path_factory, spm_model_path):
             "--export_dir=" + export_dir,
             "--max_seq_length=%d" % EXPORT_SEQ_LENGTH,
             "--top_k=%d" % EXPORT_TOP_K]
-    flags.FLAGS(argv, known_only=True)
-    try:
-        export_saved_model.main([])
-    finally:
-        flags.FLAGS.unparse_flags()
-    from export import exporter
+    # The program's own flags, parsed as `main` parses them, into a private
+    # registry (the global one belongs to whichever program runs).
+    flag_values = flags.FlagValues()
+    options_lib.define_flags(exporter.ExportOptions, flag_values,
+                             module_name="export_saved_model")
+    flag_values(argv)
+    export_saved_model.export(
+        options_lib.from_flags(exporter.ExportOptions, flag_values))
 
     names = exporter.model_names("albert")
     paths = {key: export_dir + "/%s/1" % name for key, name in names.items()}

@@ -1,5 +1,7 @@
 """The main job in one command, on a tiny budget (about a minute of work)."""
 
+import dataclasses
+import inspect
 import json
 import os
 import subprocess
@@ -10,6 +12,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import quickstart
+from albert_tf.quickstart.__main__ import QuickstartOptions
 
 
 def test_split_corpus_holds_out_whole_documents(tmp_path):
@@ -51,8 +54,8 @@ def test_library_modules_define_no_flags():
         "    for info in pkgutil.walk_packages(root.__path__, package + '.'):\n"
         "        spec = importlib.util.find_spec(info.name)\n"
         "        source = open(spec.origin, encoding='utf-8').read()\n"
-        "        if 'app.run(' in source and info.name != 'albert_tf.quickstart':\n"
-        "            continue  # a program\n"
+        "        if 'app.run(' in source:\n"
+        "            continue  # a program that defines flags at import\n"
         "        importlib.import_module(info.name)\n"
         "ours = [m for m in flags.FLAGS.flags_by_module_dict()\n"
         "        if any(p in m for p in ('albert_tf', 'data_prep', 'export'))]\n"
@@ -75,6 +78,17 @@ def test_command_line_flags():
     assert done.returncode != 0 and "Unexpected arguments" in done.stderr
 
 
+def test_program_options_are_the_defaults_of_run():
+    """The flags keep the library's defaults (and every flag is an argument
+    of `run`)."""
+    defaults = {name: p.default for name, p in
+                inspect.signature(quickstart.run).parameters.items()}
+    for name, value in dataclasses.asdict(QuickstartOptions()).items():
+        if name != "output_dir":
+            assert defaults[name] == value, name
+    assert QuickstartOptions().output_dir == "runs/quickstart"
+
+
 SMALL = dict(max_corpus_chars=60_000, vocab_size=300, max_seq_length=32,
              num_train_steps=20, train_batch_size=16, dupe_factor=1,
              max_eval_steps=2)
@@ -85,12 +99,8 @@ def _mtimes(folder, skip=()):
             for name in os.listdir(folder) if name not in skip}
 
 
-@pytest.mark.slow
-def test_quickstart_end_to_end_and_resume(tmp_path):
-    out = str(tmp_path / "qs")
-    report = quickstart.run(out, **SMALL)
-
-    # Every artifact exists.
+def _check_artifacts_and_report(out, report):
+    """Every artifact exists, and the report's numbers."""
     data, pretrain = os.path.join(out, "data"), os.path.join(out, "pretrain")
     for path in ("corpus.json", "train.txt", "eval.txt", "spm.model",
                  "spm.vocab", "train.tfrecord", "train.stats.json",
@@ -125,9 +135,11 @@ def test_quickstart_end_to_end_and_resume(tmp_path):
     assert json.load(open(os.path.join(out, "report.json")))["results"] == \
         report["results"]
 
-    # The answers come from the exported SavedModel.
+
+def _check_answers_come_from_the_saved_model(report):
     import tensorflow_text  # noqa: F401
 
+    paths = report["export"]["paths"]
     model = tf.saved_model.load(paths["serving"])
     queries = report["queries"]
     served = model.signatures["fill_mask"](
@@ -149,7 +161,16 @@ def test_quickstart_end_to_end_and_resume(tmp_path):
     np.testing.assert_allclose(cos, [s for _, s in nn["ranking"]], atol=1e-3)
     assert queries["model"] == paths["serving"]
 
+
+@pytest.mark.slow
+def test_quickstart_end_to_end_and_resume(tmp_path):
+    out = str(tmp_path / "qs")
+    report = quickstart.run(out, **SMALL)
+    _check_artifacts_and_report(out, report)
+    _check_answers_come_from_the_saved_model(report)
+
     # A second run resumes: nothing is redone, the export is reused.
+    data, pretrain = os.path.join(out, "data"), os.path.join(out, "pretrain")
     # (Training rewrites its albert_config.json on every start.)
     skip = ("albert_config.json",)
     data_before, pretrain_before = _mtimes(data), _mtimes(pretrain, skip)

@@ -1,7 +1,7 @@
 """Training curves as a PNG with NumPy only (no plotting library needed).
 
 `read_scalars` reads the scalar summaries of a TensorBoard log folder (what
-`train_lib.write_scalars` writes); `line_chart` draws panels of line series
+the trainer writes); `line_chart` draws panels of line series
 into an RGB array with a small built-in bitmap font; `write_png` writes the
 array with `zlib` and `struct`.
 """

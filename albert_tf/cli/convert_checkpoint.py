@@ -12,52 +12,47 @@ preset (`keras_hub`). Targets: `albert_tf` (default; ready for
         --input=models/mine --output_dir=exports/mine_hf --target=huggingface
 
 The output directory is written whole or not at all, and holds
-`conversion_report.txt`, the fate of every source tensor.
+`conversion_report.txt`, the fate of every source tensor. The flags are the
+fields of `albert_tf.convert.pretrained.ConvertOptions`; the work is done by
+`albert_tf.convert.pretrained.convert_checkpoint`.
 """
 
-import sys
-
-from absl import app
-from absl import flags
 from absl import logging
+
+from data_prep import options as options_lib
 
 from albert_tf.convert import pretrained
 
-_SOURCE = flags.DEFINE_enum(
-    "source", None, list(pretrained.FORMATS),
-    "Format of --input; detected from its files when not given.")
-_INPUT = flags.DEFINE_string(
-    "input", None, "Input directory (or TF1 checkpoint prefix).")
-_OUTPUT_DIR = flags.DEFINE_string(
-    "output_dir", None, "Local directory to create with the converted model.")
-_TARGET = flags.DEFINE_enum(
-    "target", "albert_tf", list(pretrained.TARGETS), "Format to write.")
-_CONFIG_FILE = flags.DEFINE_string(
-    "config_file", None,
-    "albert_config.json for a TF1 checkpoint that has none next to it "
-    "(TF-Hub modules).")
-_OVERWRITE = flags.DEFINE_bool(
-    "overwrite", False, "Replace --output_dir if it is not empty.")
 
-flags.mark_flags_as_required(["input", "output_dir"])
+def convert(options):
+    """Converts as `options` (a `pretrained.ConvertOptions`) say.
 
+    Returns:
+        The `ConversionReport` (its counts are logged).
 
-def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    Raises:
+        ValueError, OSError: bad inputs (nothing is written).
+    """
     try:
         report = pretrained.convert_checkpoint(
-            _INPUT.value, _OUTPUT_DIR.value, source=_SOURCE.value,
-            target=_TARGET.value, config_file=_CONFIG_FILE.value,
-            overwrite=_OVERWRITE.value)
-    except (ValueError, FileNotFoundError, FileExistsError) as e:
-        # Bad inputs, not bugs: one clear line, nothing written.
-        logging.error("Conversion failed, nothing written: %s", e)
-        sys.exit(1)
+            options.input, options.output_dir, source=options.source,
+            target=options.target, config_file=options.config_file,
+            overwrite=options.overwrite)
+    except options_lib.USER_ERRORS:
+        # Said before the error itself, which the program prints last.
+        logging.error("Conversion failed, nothing written to %s",
+                      options.output_dir)
+        raise
     logging.info("%d tensors mapped, %d skipped, %d absent; see %s/%s",
                  len(report.mapped), len(report.skipped), len(report.absent),
-                 _OUTPUT_DIR.value, "conversion_report.txt")
+                 options.output_dir, "conversion_report.txt")
+    return report
+
+
+def main(argv=None):
+    logging.set_verbosity(logging.INFO)
+    options_lib.run(pretrained.ConvertOptions, convert, argv, doc=__doc__)
 
 
 if __name__ == "__main__":
-    app.run(main)
+    main()

@@ -10,13 +10,18 @@ Formats (`FORMATS`):
 
 Every conversion goes through the canonical form (official TF1 names and
 layouts, `albert_tf.convert.core.Weights`), so any source can be written as
-any target: `albert_tf`, `tf1` or `huggingface`.
+any target: `albert_tf`, `tf1` or `huggingface`. `ConvertOptions` holds the
+flags of `python -m albert_tf.convert_checkpoint` (the arguments of
+`convert_checkpoint`).
 """
 
+import dataclasses
 import logging
 import os
 
 import tensorflow as tf
+
+from data_prep.options import option
 
 from albert_tf.training import checkpoint
 from albert_tf.convert import core
@@ -27,6 +32,27 @@ from albert_tf.models.pretrainer import AlbertPretrainer
 
 FORMATS = ("albert_tf", "tf1", "huggingface", "keras_hub")
 TARGETS = ("albert_tf", "tf1", "huggingface")
+
+
+@dataclasses.dataclass
+class ConvertOptions:
+    """The flags of `python -m albert_tf.convert_checkpoint`; see
+    `convert_checkpoint` for what each means."""
+
+    source: str = option(
+        None, "Format of --input; detected from its files when not given.",
+        choices=FORMATS)
+    input: str = option(
+        None, "Input directory (or TF1 checkpoint prefix).", required=True)
+    output_dir: str = option(
+        None, "Local directory to create with the converted model.",
+        required=True)
+    target: str = option("albert_tf", "Format to write.", choices=TARGETS)
+    config_file: str = option(
+        None, "albert_config.json for a TF1 checkpoint that has none next to "
+        "it (TF-Hub modules).")
+    overwrite: bool = option(
+        False, "Replace --output_dir if it is not empty.")
 
 
 def detect_format(path):

@@ -1,0 +1,115 @@
+"""The whole quickstart job: the seven stages in order, resuming.
+
+`run` calls one function per stage (`albert_tf.quickstart.stages`, then
+`albert_tf.quickstart.report`) and skips the stages whose outputs are
+current (`albert_tf.quickstart.resume`), logging each stage's start, end and
+time.
+"""
+
+import contextlib
+import os
+import time
+
+from absl import logging
+
+from albert_tf.quickstart import report as report_lib
+from albert_tf.quickstart import resume
+from albert_tf.quickstart import stages
+
+STAGES = ("corpus", "vocab", "records", "pretrain", "export", "query",
+          "report")
+
+
+class StageTimer:
+    """Logs each stage's start, end and time; records them for the report."""
+
+    def __init__(self):
+        self.timings = {}
+
+    @contextlib.contextmanager
+    def stage(self, name):
+        """Times the stage `name`; the body sets `entry["skipped"]` when
+        the stage's outputs were reused."""
+        index = STAGES.index(name) + 1
+        logging.info("==== [%d/%d] %s ...", index, len(STAGES), name)
+        start = time.time()
+        entry = {"skipped": False}
+        yield entry
+        entry["seconds"] = round(time.time() - start, 2)
+        self.timings[name] = entry
+        logging.info("==== [%d/%d] %s %s in %.1f s", index, len(STAGES), name,
+                     "skipped (outputs exist)" if entry["skipped"] else "done",
+                     entry["seconds"])
+
+
+def _reuse(entry, current):
+    """Marks the stage skipped when there is a `current` result to reuse."""
+    entry["skipped"] = current is not None
+    return entry["skipped"]
+
+
+def run(output_dir, input_file=None, max_corpus_chars=2_000_000,
+        vocab_size=2000, max_seq_length=64, num_train_steps=8000,
+        train_seconds=480, train_batch_size=32, dupe_factor=5,
+        max_predictions_per_seq=None, save_checkpoints_steps=None,
+        learning_rate=5e-3, max_eval_steps=20, num_threads=2):
+    """Runs (or resumes) the whole job; returns the report dict.
+
+    Args:
+        output_dir: where everything goes.
+        input_file, max_corpus_chars: see `stages.write_corpus`.
+        vocab_size, num_threads: see `stages.build_vocabulary`.
+        max_seq_length: tokens a record, and T of the exported model.
+        dupe_factor, max_predictions_per_seq: see `stages.build_records`.
+        num_train_steps, train_seconds, train_batch_size,
+            save_checkpoints_steps, learning_rate, max_eval_steps: see
+            `stages.pretraining_options`.
+
+    Raises:
+        ValueError: `output_dir` holds checkpoints of other data, or a bad
+            setting.
+    """
+    output_dir = os.path.abspath(output_dir)
+    data_dir = os.path.join(output_dir, "data")
+    os.makedirs(data_dir, exist_ok=True)
+    start, timer = time.time(), StageTimer()
+    with timer.stage("corpus") as entry:
+        corpus = resume.current_corpus(data_dir, input_file, max_corpus_chars)
+        if not _reuse(entry, corpus):
+            corpus = stages.write_corpus(data_dir, input_file, max_corpus_chars)
+    with timer.stage("vocab") as entry:
+        vocabulary = resume.current_vocabulary(corpus, data_dir, vocab_size)
+        if not _reuse(entry, vocabulary):
+            vocabulary = stages.build_vocabulary(corpus, data_dir, vocab_size,
+                                                 num_threads)
+    with timer.stage("records") as entry:
+        shape = dict(max_seq_length=max_seq_length,
+                     max_predictions_per_seq=max_predictions_per_seq)
+        records = resume.current_records(corpus, vocabulary, data_dir,
+                                         dupe_factor=dupe_factor, **shape)
+        if not _reuse(entry, records):
+            records = stages.build_records(corpus, vocabulary, data_dir,
+                                           dupe_factor=dupe_factor, **shape)
+    with timer.stage("pretrain") as entry:
+        trained = stages.pretrain(
+            records, vocabulary, os.path.join(output_dir, "pretrain"),
+            num_train_steps=num_train_steps, train_seconds=train_seconds,
+            train_batch_size=train_batch_size, learning_rate=learning_rate,
+            save_checkpoints_steps=save_checkpoints_steps,
+            max_eval_steps=max_eval_steps, **shape)
+        entry["skipped"] = trained["resumed_from_step"] >= num_train_steps
+    with timer.stage("export") as entry:
+        exported = resume.current_export(trained, output_dir)
+        if not _reuse(entry, exported):
+            exported = stages.export_model(trained, vocabulary, output_dir,
+                                           max_seq_length)
+    with timer.stage("query"):
+        answers = stages.query(exported["paths"]["serving"])
+    report = {"output_dir": output_dir, "corpus": corpus, "vocab": vocabulary,
+              "records": records, "pretrain": trained, "export": exported,
+              "queries": answers}
+    with timer.stage("report"):
+        report_lib.summarize(report)
+    report.update(stages=timer.timings, seconds=round(time.time() - start, 1))
+    report_lib.write_report(report)
+    return report

@@ -1,0 +1,92 @@
+"""Which stages a rerun of the quickstart can skip.
+
+Each `current_*` function returns what its stage returned last time when the
+outputs on disk were built from the same inputs and settings, else None (the
+stage must run). The pretraining stage is never skipped here: it continues
+from its newest checkpoint by itself (and refuses checkpoints of other data,
+`stages.claim_checkpoints`), and the queries and the report are always
+redone, as they are quick and show the current model.
+"""
+
+import os
+
+from data_prep import pipeline
+
+from albert_tf.quickstart import stages
+
+
+def current_corpus(data_dir, input_file=None, max_corpus_chars=2_000_000):
+    """The corpus of `data_dir` if it was written with these settings."""
+    corpus = stages.read_json(os.path.join(data_dir, stages.CORPUS_JSON))
+    settings = stages.corpus_settings(input_file, max_corpus_chars)
+    if corpus and corpus.get("settings") == settings:
+        return corpus
+    return None
+
+
+def current_vocabulary(corpus, data_dir, vocab_size=2000):
+    """The vocabulary of `data_dir` if it was trained on `corpus` with
+    `vocab_size` requested."""
+    info = stages.read_json(os.path.join(data_dir, stages.VOCAB_JSON))
+    if (info and info.get("requested_size") == vocab_size and
+            info.get("corpus") == corpus["settings"]):
+        return info
+    return None
+
+
+def _current_split(path, source, vocabulary, settings):
+    """`path`'s statistics if the records were built with `settings` after
+    their text (`source`) and the vocabulary were written, else None."""
+    stats_path = pipeline.stats_path(path)
+    stats = stages.read_json(stats_path)
+    if not stats:
+        return None
+    built_with = stats["settings"]
+    if any(built_with.get(k, v) != v for k, v in settings.items()):
+        return None
+    if os.path.getmtime(stats_path) < max(
+            os.path.getmtime(vocabulary["model_file"]),
+            os.path.getmtime(source)):
+        return None
+    return stats
+
+
+def current_records(corpus, vocabulary, data_dir, max_seq_length=64,
+                    max_predictions_per_seq=None, dupe_factor=5):
+    """The records (both splits) and baseline of `data_dir` if they are
+    newer than the corpus and the vocabulary and were built with these
+    settings (see `stages.build_records`)."""
+    max_predictions_per_seq = (max_predictions_per_seq or
+                               stages.default_max_predictions(max_seq_length))
+    records = {}
+    for split, dupes in (("train", dupe_factor), ("eval", 1)):
+        path = stages.record_path(data_dir, split)
+        stats = _current_split(
+            path, corpus[split + "_file"], vocabulary,
+            {"max_seq_length": max_seq_length, "dupe_factor": dupes,
+             "max_predictions_per_seq": max_predictions_per_seq})
+        if stats is None:
+            return None
+        records[split] = {"path": path, "stats": pipeline.stats_path(path),
+                          "instances": stats["instances"]}
+    baseline = stages.read_json(os.path.join(data_dir, stages.BASELINE_JSON))
+    if not baseline or baseline.get("records_mtime") != os.path.getmtime(
+            records["eval"]["path"]):
+        return None
+    records["baseline"] = baseline
+    return records
+
+
+def current_export(trained, output_dir):
+    """The export recorded in `output_dir` if it holds the best checkpoint
+    of `trained` (what `stages.pretrain` returned) and its folders exist."""
+    exported = stages.read_json(os.path.join(output_dir, stages.EXPORT_JSON))
+    if not exported:
+        return None
+    best_step = int(trained["best_eval"]["global_step"])
+    folders = [p for p in exported["paths"].values()
+               if not p.endswith(".keras")]
+    if (exported.get("checkpoint_step") != best_step or
+            not all(os.path.isdir(p) for p in folders)):
+        return None
+    return dict(exported, reused=True)

@@ -1,0 +1,103 @@
+"""Which quickstart stages a rerun skips (`albert_tf.quickstart.resume`)."""
+
+import os
+
+from data_prep import pipeline
+
+from albert_tf.quickstart import resume
+from albert_tf.quickstart import stages
+
+
+def _touch(path, mtime, text="x"):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.utime(path, (mtime, mtime))
+
+
+def _corpus(data_dir):
+    corpus = {"settings": stages.corpus_settings(None, 1000),
+              "train_file": os.path.join(data_dir, "train.txt"),
+              "eval_file": os.path.join(data_dir, "eval.txt")}
+    stages.write_json(os.path.join(data_dir, stages.CORPUS_JSON), corpus)
+    return corpus
+
+
+def test_corpus_and_vocabulary_are_reused_only_with_their_settings(tmp_path):
+    data_dir = str(tmp_path)
+    assert resume.current_corpus(data_dir, None, 1000) is None
+    corpus = _corpus(data_dir)
+    assert resume.current_corpus(data_dir, None, 1000) == corpus
+    assert resume.current_corpus(data_dir, None, 2000) is None
+    assert resume.current_corpus(data_dir, str(tmp_path / "mine.txt"),
+                                 1000) is None
+
+    info = {"requested_size": 300, "corpus": corpus["settings"]}
+    stages.write_json(os.path.join(data_dir, stages.VOCAB_JSON), info)
+    assert resume.current_vocabulary(corpus, data_dir, 300) == info
+    assert resume.current_vocabulary(corpus, data_dir, 280) is None
+    other = dict(corpus, settings=stages.corpus_settings(None, 2000))
+    assert resume.current_vocabulary(other, data_dir, 300) is None
+
+
+def _records(data_dir, corpus, vocabulary, mtime=200):
+    for split, dupes in (("train", 2), ("eval", 1)):
+        path = stages.record_path(data_dir, split)
+        _touch(path, mtime)
+        stats = {"instances": 7, "settings": {
+            "max_seq_length": 32, "max_predictions_per_seq": 5,
+            "dupe_factor": dupes}}
+        stages.write_json(pipeline.stats_path(path), stats)
+        os.utime(pipeline.stats_path(path), (mtime, mtime))
+    stages.write_json(os.path.join(data_dir, stages.BASELINE_JSON),
+                      {"records_mtime": float(mtime), "piece": "a"})
+
+
+def test_records_are_reused_when_newer_than_their_inputs(tmp_path):
+    data_dir = str(tmp_path)
+    corpus = _corpus(data_dir)
+    vocabulary = {"model_file": os.path.join(data_dir, "spm.model")}
+    for path in (corpus["train_file"], corpus["eval_file"],
+                 vocabulary["model_file"]):
+        _touch(path, 100)
+    settings = dict(max_seq_length=32, max_predictions_per_seq=5,
+                    dupe_factor=2)
+    assert resume.current_records(corpus, vocabulary, data_dir,
+                                  **settings) is None
+    _records(data_dir, corpus, vocabulary)
+    records = resume.current_records(corpus, vocabulary, data_dir, **settings)
+    assert records["train"]["instances"] == 7
+    assert records["eval"]["path"] == os.path.join(data_dir, "eval.tfrecord")
+    assert records["baseline"]["piece"] == "a"
+
+    # Other settings, a newer vocabulary, or eval records newer than their
+    # baseline: rebuild.
+    for changed in (dict(dupe_factor=3), dict(max_seq_length=64),
+                    dict(max_predictions_per_seq=6)):
+        assert resume.current_records(corpus, vocabulary, data_dir,
+                                      **dict(settings, **changed)) is None
+    os.utime(vocabulary["model_file"], (300, 300))
+    assert resume.current_records(corpus, vocabulary, data_dir,
+                                  **settings) is None
+    _records(data_dir, corpus, vocabulary, mtime=400)
+    os.utime(stages.record_path(data_dir, "eval"), (500, 500))
+    assert resume.current_records(corpus, vocabulary, data_dir,
+                                  **settings) is None
+
+
+def test_export_is_reused_while_it_holds_the_best_checkpoint(tmp_path):
+    out = str(tmp_path)
+    trained = {"best_eval": {"global_step": 20}}
+    assert resume.current_export(trained, out) is None
+    serving = tmp_path / "export" / "albert" / "1"
+    serving.mkdir(parents=True)
+    paths = {"serving": str(serving),
+             "keras": str(tmp_path / "export" / "albert_encoder" / "1" /
+                          "encoder.keras")}
+    stages.write_json(os.path.join(out, stages.EXPORT_JSON),
+                      {"checkpoint_step": 20, "paths": paths, "version": 1})
+    exported = resume.current_export(trained, out)
+    assert exported["reused"] and exported["version"] == 1
+    newer = {"best_eval": {"global_step": 30}}
+    assert resume.current_export(newer, out) is None
+    serving.rmdir()
+    assert resume.current_export(trained, out) is None
