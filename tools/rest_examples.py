@@ -6,13 +6,10 @@ it), and the tests push the same requests through the exported signatures
 with `predict`, which maps JSON to tensors and back the way the model server's
 REST API does:
 
-- row format `{"instances": [...]}`: one object per example (or a bare value
-  when the signature has one input); the response is
-  `{"predictions": [...]}`, one object per example (a bare value when the
-  signature has one output);
-- columnar format `{"inputs": {...}}` (or a bare list for a one-input
-  signature); the response is `{"outputs": {...}}` (a bare value for one
-  output);
+- row format `{"instances": [...]}`: one object (or bare value, for one
+  input) per example; the response is `{"predictions": [...]}`, likewise;
+- columnar format `{"inputs": {...}}` (or a bare list for one input); the
+  response is `{"outputs": {...}}` (a bare value for one output);
 - `{"b64": "..."}` in place of a string carries raw bytes;
 - an input left out of the request takes the signature's default (the
   `text_b` of `serving_default` has one: no second segment).
@@ -111,8 +108,7 @@ EXAMPLES = (
 )
 
 
-# --- Local stand-in of the REST API ------------------------------------------
-
+# === Local stand-in of the REST API ===
 def _decode_value(value):
     """JSON value -> Python value with `{"b64": ...}` turned into bytes."""
     if isinstance(value, dict) and set(value) == {"b64"}:
@@ -260,8 +256,7 @@ def check_response(response, expect, dims):
             for key in spec:
                 check(value[key], spec[key], where + "." + key)
         elif spec == []:  # a scalar
-            assert isinstance(value, (int, float)), "%s: %r, expected a scalar" % (
-                where, value)
+            assert isinstance(value, (int, float)), (where, value)
         elif spec and all(isinstance(s, (int, str)) for s in spec):
             expected = [dims[s] if isinstance(s, str) else s for s in spec]
             assert shape_of(value) == expected, "%s: shape %s, expected %s" % (
@@ -275,8 +270,7 @@ def check_response(response, expect, dims):
     check(response, expect, "response")
 
 
-# --- README section -------------------------------------------------------------
-
+# === README section ===
 def render_markdown(model_name=MODEL_NAME, port=PORT):
     """The README's serving section (commands and REST examples).
 
