@@ -96,15 +96,10 @@ def main(options):
     Returns:
         The statistics dict.
     """
-    instance_options = instances.InstanceOptions(
-        max_seq_length=options.max_seq_length,
-        max_predictions_per_seq=options.max_predictions_per_seq,
-        masked_lm_prob=options.masked_lm_prob,
-        short_seq_prob=options.short_seq_prob,
-        ngram=options.ngram,
-        do_whole_word_mask=options.do_whole_word_mask,
-        favor_shorter_ngram=options.favor_shorter_ngram,
-        random_next_sentence=options.random_next_sentence)
+    # The flags of the same names.
+    instance_options = instances.InstanceOptions(**{
+        field.name: getattr(options, field.name)
+        for field in dataclasses.fields(instances.InstanceOptions)})
     return pipeline.create_pretraining_data(
         options.input_file, options.output_file, options.spm_model_file,
         options=instance_options,

@@ -10,13 +10,10 @@ Flags follow the official `run_classifier.py`; they are the fields of
 `albert_tf.tasks.runners.ClassifierOptions`.
 """
 
-from absl import logging
-
-from data_prep import options as options_lib
 from export import tasks as export_tasks
 
+from albert_tf import cli
 from albert_tf.tasks import runners
-from albert_tf.training.trainer import TrainingDivergedError
 
 
 def run(options, strategy=None):
@@ -31,17 +28,12 @@ def run(options, strategy=None):
             max_seq_length=options.max_seq_length,
             do_lower_case=options.do_lower_case,
             model_name=f"albert_{task.replace('-', '_')}")
-    for key in ("best", "submission", "export"):
-        if key in report:
-            logging.info("%s: %s", key, report[key])
+    cli.log_report(report, ("best", "submission", "export"))
     return report
 
 
 def main(argv=None):
-    logging.set_verbosity(logging.INFO)
-    options_lib.run(runners.ClassifierOptions, run, argv,
-                    errors=options_lib.USER_ERRORS + (TrainingDivergedError,),
-                    doc=__doc__)
+    cli.run_training_program(runners.ClassifierOptions, run, __doc__, argv)
 
 
 if __name__ == "__main__":

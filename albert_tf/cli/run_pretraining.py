@@ -16,8 +16,7 @@ Example (CPU, tiny model):
 
 from absl import logging
 
-from data_prep import options as options_lib
-
+from albert_tf import cli
 from albert_tf.training import pretraining
 
 
@@ -30,10 +29,8 @@ def run(options):
 
 
 def main(argv=None):
-    logging.set_verbosity(logging.INFO)
-    options_lib.run(pretraining.PretrainingOptions, run, argv,
-                    errors=options_lib.USER_ERRORS
-                    + (pretraining.TrainingDivergedError,), doc=__doc__)
+    cli.run_training_program(pretraining.PretrainingOptions, run, __doc__,
+                             argv)
 
 
 if __name__ == "__main__":

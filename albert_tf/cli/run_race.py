@@ -12,28 +12,20 @@ checkpoint on dev (accuracy) and keeps the best; `--do_predict` writes
 `predictions.json` for test (and its accuracy when the files hold answers).
 """
 
-from absl import logging
 
-from data_prep import options as options_lib
-
+from albert_tf import cli
 from albert_tf.tasks import runners
-from albert_tf.training.trainer import TrainingDivergedError
 
 
 def run(options, strategy=None):
     """Fine-tunes and predicts as `options` say; returns the report."""
     _, report = runners.run_race(options, strategy or options.make_strategy())
-    for key in ("best", "predictions", "test_accuracy"):
-        if key in report:
-            logging.info("%s: %s", key, report[key])
+    cli.log_report(report, ("best", "predictions", "test_accuracy"))
     return report
 
 
 def main(argv=None):
-    logging.set_verbosity(logging.INFO)
-    options_lib.run(runners.RaceOptions, run, argv,
-                    errors=options_lib.USER_ERRORS + (TrainingDivergedError,),
-                    doc=__doc__)
+    cli.run_training_program(runners.RaceOptions, run, __doc__, argv)
 
 
 if __name__ == "__main__":

@@ -13,13 +13,10 @@ no-answer threshold search) and keeps the best; `--do_predict` writes
 `predictions.json` (+ `null_odds.json` for v2.0).
 """
 
-from absl import logging
-
-from data_prep import options as options_lib
 from export import tasks as export_tasks
 
+from albert_tf import cli
 from albert_tf.tasks import runners
-from albert_tf.training.trainer import TrainingDivergedError
 
 
 def run(options, strategy=None):
@@ -35,17 +32,12 @@ def run(options, strategy=None):
             max_answer_length=options.max_answer_length,
             do_lower_case=options.do_lower_case,
             model_name="albert_squad_v2" if v2 else "albert_squad")
-    for key in ("best", "predictions", "export"):
-        if key in report:
-            logging.info("%s: %s", key, report[key])
+    cli.log_report(report, ("best", "predictions", "export"))
     return report
 
 
 def main(argv=None):
-    logging.set_verbosity(logging.INFO)
-    options_lib.run(runners.SquadOptions, run, argv,
-                    errors=options_lib.USER_ERRORS + (TrainingDivergedError,),
-                    doc=__doc__)
+    cli.run_training_program(runners.SquadOptions, run, __doc__, argv)
 
 
 if __name__ == "__main__":
