@@ -51,6 +51,18 @@ def built(tmp_path_factory, corpus_files, spm_model_path):
     return out, stats, _parse(stats["output_files"])
 
 
+def _interrupt_at_chunk(monkeypatch, index):
+    """Makes the pipeline stop (as on Ctrl-C) when it reaches chunk `index`."""
+    real_call = pipeline.ChunkProcessor.__call__
+
+    def failing_call(self, chunk):
+        if chunk.index == index:
+            raise KeyboardInterrupt("simulated interruption")
+        return real_call(self, chunk)
+
+    monkeypatch.setattr(pipeline.ChunkProcessor, "__call__", failing_call)
+
+
 def test_outputs_and_statistics_file(built):
     out, stats, features = built
     assert stats["output_files"] == ["%s-%05d-of-00003" % (out, i) for i in range(3)]
@@ -156,14 +168,7 @@ def test_interrupted_run_leaves_no_whole_looking_shard(tmp_path, corpus_files,
     shards = pipeline.output_paths(out, 2)
     with open(shards[0], "wb") as f:
         f.write(b"previous complete shard")
-    real_call = pipeline.ChunkProcessor.__call__
-
-    def failing_call(self, chunk):
-        if chunk.index == 2:
-            raise KeyboardInterrupt("simulated interruption")
-        return real_call(self, chunk)
-
-    monkeypatch.setattr(pipeline.ChunkProcessor, "__call__", failing_call)
+    _interrupt_at_chunk(monkeypatch, 2)
     with pytest.raises(KeyboardInterrupt):
         pipeline.create_pretraining_data(
             corpus_files, out, spm_model_path,
@@ -314,14 +319,7 @@ def test_interrupted_reshard_keeps_the_earlier_run(tmp_path, corpus_dir,
         options=instances.InstanceOptions(max_seq_length=64), dupe_factor=1,
         num_output_shards=3, chunk_bytes=5_000)
     before = _files(data)
-    real_call = pipeline.ChunkProcessor.__call__
-
-    def failing_call(self, chunk):
-        if chunk.index == 2:
-            raise KeyboardInterrupt("simulated interruption")
-        return real_call(self, chunk)
-
-    monkeypatch.setattr(pipeline.ChunkProcessor, "__call__", failing_call)
+    _interrupt_at_chunk(monkeypatch, 2)
     with pytest.raises(KeyboardInterrupt):
         pipeline.create_pretraining_data(
             str(data / "corpus.txt"), out, spm_model_path,

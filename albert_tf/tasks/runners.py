@@ -21,6 +21,14 @@ from albert_tf.tasks import finetune, glue, metrics, race, squad
 from albert_tf.tasks.tokenization import Tokenizer
 
 
+def _read_splits(options, features):
+    """`(train arrays, dev arrays, (test examples, arrays))`, each only if
+    the run needs it: read before training, so a missing file fails now."""
+    return (features("train")[1] if options.do_train else None,
+            features("dev")[1] if options.do_eval else None,
+            features("test") if options.do_predict else None)
+
+
 # === GLUE ===
 
 @dataclasses.dataclass
@@ -50,9 +58,7 @@ def run_classifier(options, strategy=None):
                      truncated)
         return examples, arrays
 
-    train = features("train")[1] if options.do_train else None
-    dev = features("dev")[1] if options.do_eval else None
-    test = features("test") if options.do_predict else None
+    train, dev, test = _read_splits(options, features)
 
     def evaluate(trainer):
         logits = trainer.predict(dev, options.eval_batch_size)["logits"]
@@ -201,9 +207,7 @@ def run_race(options, strategy=None):
             options.num_choices)
         return examples, arrays
 
-    train = features("train")[1] if options.do_train else None
-    dev = features("dev")[1] if options.do_eval else None
-    test = features("test") if options.do_predict else None
+    train, dev, test = _read_splits(options, features)
 
     def evaluate(trainer):
         logits = trainer.predict(dev, options.eval_batch_size)["logits"]

@@ -22,7 +22,7 @@ import collections
 import dataclasses
 import json
 import os
-from typing import List, Optional
+from typing import List
 
 import numpy as np
 from absl import logging
