@@ -167,3 +167,27 @@ def test_run_squad_v1_trains_evaluates_and_predicts(model_dir, tmp_path):
     assert set(predictions) == {"q1", "q2"}
     assert all(p in context for p in predictions.values())
     assert not os.path.exists(os.path.join(out, "null_odds.json"))
+
+
+@pytest.fixture(scope="module")
+def glue_dirs(tmp_path_factory):
+    return tasks_testdata.write_glue(str(tmp_path_factory.mktemp("glue")))
+
+
+@pytest.mark.parametrize("task", ["cola", "sst-2", "mrpc", "sts-b", "qqp",
+                                  "mnli", "mnli-mm", "qnli", "rte", "wnli"])
+def test_every_glue_layout_trains_evaluates_and_predicts(
+        model_dir, glue_dirs, tmp_path, task):
+    """The distributed files of each task (headers or none, test files
+    without labels, MNLI matched and mismatched) through a whole job."""
+    out = str(tmp_path / "run")
+    _, report = runners.run_classifier(runners.ClassifierOptions(
+        task_name=task, data_dir=glue_dirs[task], output_dir=out,
+        init_checkpoint=model_dir, max_seq_length=24, do_train=True,
+        do_eval=True, do_predict=True, **dict(
+            FAST, train_step=1, save_checkpoints_steps=1)))
+    assert [r["global_step"] for r in report["eval_results"]] == [1]
+    assert "score" in report["best"]
+    rows = open(report["submission"], encoding="utf-8").read().splitlines()
+    assert rows[0] == "index\tprediction" and len(rows) >= 2
+    assert all(len(row.split("\t")) == 2 for row in rows[1:])
