@@ -133,12 +133,13 @@ def transfer_accuracies(folder, seed):
     sizes = write_order_task(data_dir, corpus_docs, seed)
     accuracies = {}
     for name, init in (("pretrained", model_dir), ("random", None)):
-        report = runners.run_classifier(
-            "wnli", data_dir, os.path.join(folder, name), init_checkpoint=init,
+        _, report = runners.run_classifier(runners.ClassifierOptions(
+            task_name="wnli", data_dir=data_dir,
+            output_dir=os.path.join(folder, name), init_checkpoint=init,
             # The pretrained run finds the config in its model directory.
             albert_config_file=(None if init else
                                 os.path.join(model_dir, "albert_config.json")),
-            spm_model_file=spm_model, seed=seed, **FINETUNE)
+            spm_model_file=spm_model, seed=seed, **FINETUNE))
         accuracies[name] = report["best"]["accuracy"]
     return accuracies, sizes, pretraining
 

@@ -121,13 +121,12 @@ _WORKER = textwrap.dedent("""
     import json, os, sys
     import numpy as np
     from albert_tf.training import distribute
-    from albert_tf.training import pretraining as train_lib
     from tests import test_pretraining as t
 
     data, out, task = sys.argv[1], sys.argv[2], int(sys.argv[3])
     strategy = distribute.get_strategy("multi_worker")
     options = t.options(data, out, num_train_steps=4, save_checkpoints_steps=2)
-    runner = train_lib.PretrainingRunner(options, strategy)
+    runner = t.trainer(options, strategy)
     report = {"train": runner.train()}
     np.savez(os.path.join(out, f"weights_{task}.npz"),
              *[v.numpy() for v in runner.model.weights])
