@@ -37,6 +37,8 @@ Where this differs from the official script, on purpose:
   labels stay balanced. Documents of one sentence are skipped (and counted)
   by the caller. With `random_next_sentence` the official behaviour is kept.
 - A segment start always starts a word, and n-grams do not cross `[SEP]`.
+- `<unk>` (as every special piece) is never masked, and it ends words and
+  n-grams as `[SEP]` does (`data_prep.masking`).
 - Truncation removes the same number of tokens from the same sides; the
   count taken from the front is drawn as Binomial(k, 1/2), which is the
   distribution of the official one-token-at-a-time coin flips.

@@ -9,8 +9,10 @@ the record builder's worker processes never load it.
 
 The rules (those of the official ALBERT `create_pretraining_data.py`, with
 this project's documented changes):
-- Tokens in `NEVER_MASKED_IDS` (padding, `[CLS]`, `[SEP]`) are never
-  masked; they also end words and n-grams, so a span never crosses `[SEP]`.
+- Tokens in `NEVER_MASKED_IDS` (padding, `<unk>`, `[CLS]`, `[SEP]`,
+  `[MASK]`) are never masked; they also end words and n-grams, so a span
+  never crosses `[SEP]`. The official script excludes only `[CLS]` and
+  `[SEP]`; predicting `<unk>` teaches nothing about the text.
 - Words (`do_whole_word_mask`): a maskable token starts a word when its
   piece starts one (`is_start_piece`) or when the token before it is not
   maskable; other tokens join the word before them. Without whole-word
@@ -44,7 +46,8 @@ KEEP_TOKEN_PROB = 0.1
 RANDOM_TOKEN_PROB = 0.1
 
 MASK_ID = vocab.MASK_ID
-NEVER_MASKED_IDS = (vocab.PAD_ID, vocab.CLS_ID, vocab.SEP_ID)
+# Every special piece of the vocabulary (see `data_prep.vocab`).
+NEVER_MASKED_IDS = tuple(sorted(vocab.SPECIAL_PIECES.values()))
 
 _PUNCTUATION = frozenset('!"#$%&()*+,-./:;?@[\\]^_`{|}~')
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz") | _PUNCTUATION
