@@ -29,13 +29,6 @@ def test_truncation_counts_match_official_loop():
         assert instances.truncation_counts(la, lb, cap) == expected
 
 
-def test_is_start_piece_official_rule():
-    starts = ["\u2581the", "<unk>", ",", "(", "9", "'s", "\u00e9t\u00e9", "\u6771"]
-    continuations = ["ing", "s.", "Ing", "a-b"]
-    assert all(instances.is_start_piece(p) for p in starts)
-    assert not any(instances.is_start_piece(p) for p in continuations)
-
-
 def test_options_validation():
     with pytest.raises(ValueError, match="max_seq_length"):
         instances.InstanceOptions(max_seq_length=4).validate()

@@ -10,11 +10,13 @@ The data order is a pure function of `seed`, so a run resumed at step `s`
 (`skip_batches=s`) sees the batches an uninterrupted run would have seen.
 
 Optional dynamic masking: records holding only `input_ids`, `segment_ids`,
-`token_boundary` and `next_sentence_labels` (padding is id 0) are masked afresh every epoch, inside tf.data, with the rules of the official
-data script: whole words, n-grams of 1..`max_ngram` words with p(n) ∝ 1/n,
-no overlaps, `min(P, max(1, round(len * masked_lm_prob)))` tokens, each 80%
-`[MASK]`, 10% kept, 10% a random id. The masks come from stateless random
-ops keyed per element, so they are reproducible and differ between epochs.
+`token_boundary` and `next_sentence_labels` (padding is id 0) are masked
+afresh every epoch, inside tf.data, with the rules the static record builder
+uses, taken from `data_prep.masking`: whole words, n-grams of 1..`max_ngram`
+words with p(n) ∝ 1/n, no overlaps, never across `[SEP]`, `min(P, max(1,
+round(len * masked_lm_prob)))` tokens, each 80% `[MASK]`, 10% kept, 10% a
+random id. The masks come from stateless random ops keyed per element, so
+they are reproducible and differ between epochs.
 
 Output features (a flat dict): the model inputs `input_word_ids`,
 `input_mask`, `input_type_ids`, `masked_lm_positions` (int32 `[B, L]` or
@@ -22,11 +24,14 @@ Output features (a flat dict): the model inputs `input_word_ids`,
 `masked_lm_weights` (float32 `[B, P]`), `next_sentence_labels` (int32 `[B]`).
 """
 
+import collections
 import dataclasses
 import functools
 
+import numpy as np
 import tensorflow as tf
 
+from data_prep import masking
 from data_prep import schema
 
 from albert_tf.training import records as records_lib
@@ -35,6 +40,7 @@ from albert_tf.training import records as records_lib
 _RENAMES = {"input_ids": "input_word_ids", "segment_ids": "input_type_ids"}
 _UNMASKED_FEATURES = ("input_ids", "segment_ids", "token_boundary",
                       "next_sentence_labels")
+_MASKING_DEFAULTS = masking.MaskingOptions()
 
 
 def expand_file_patterns(input_file):
@@ -70,35 +76,120 @@ def expand_file_patterns(input_file):
 
 @dataclasses.dataclass
 class DynamicMasking:
-    """Masking rules for records without masks (official defaults).
+    """Masking of records without masks (defaults from `data_prep.masking`).
 
     Attributes:
         vocab_size: random replacements are drawn from `[0, vocab_size)`.
         masked_lm_prob: fraction of tokens to mask.
-        max_ngram: longest n-gram, in words.
-        favor_shorter_ngram: p(n) ∝ 1/n (else uniform).
-        cls_id, sep_id, mask_id: ids of `[CLS]`, `[SEP]`, `[MASK]`.
+        max_ngram: longest n-gram, in words (the data script's `ngram`).
+        favor_shorter_ngram: p(n) ∝ 1/n (else the weights reversed).
+        do_whole_word_mask: spans are whole words (else single tokens).
         seed: seed of the masking randomness.
     """
 
     vocab_size: int
-    masked_lm_prob: float = 0.15
-    max_ngram: int = 3
-    favor_shorter_ngram: bool = True
-    cls_id: int = 2
-    sep_id: int = 3
-    mask_id: int = 4
+    masked_lm_prob: float = _MASKING_DEFAULTS.masked_lm_prob
+    max_ngram: int = _MASKING_DEFAULTS.ngram
+    favor_shorter_ngram: bool = _MASKING_DEFAULTS.favor_shorter_ngram
+    do_whole_word_mask: bool = _MASKING_DEFAULTS.do_whole_word_mask
     seed: int = 12345
 
 
-def _ngram_logits(options):
-    weights = [1.0 / n if options.favor_shorter_ngram else 1.0
-               for n in range(1, options.max_ngram + 1)]
-    return tf.math.log(tf.constant([weights], tf.float32))  # [1, max_ngram]
+# Shape legend for the masking below: L = max_seq_length; word-indexed
+# vectors are `[L]` too (a record has at most L words), valid below
+# `num_words`.
+_Words = collections.namedtuple(
+    "_Words", "maskable word_id num_words tokens_before words_left")
+
+
+def _find_words(ids, real, boundary, options):
+    """The words of one record, by `data_prep.masking`'s rules.
+
+    Returns:
+        `_Words`: `maskable` and `word_id` (-1 off words) per token `[L]`;
+        `num_words`; `tokens_before[w]`, the tokens in words < w `[L + 1]`;
+        `words_left[w]`, the words from w to the end of its run of maskable
+        tokens `[L]`.
+    """
+    length = ids.shape[0]
+    never = tf.constant(masking.NEVER_MASKED_IDS, ids.dtype)
+    maskable = real & tf.logical_not(
+        tf.reduce_any(tf.equal(ids[:, None], never[None, :]), axis=1))  # [L]
+    after_barrier = tf.concat([[True], tf.logical_not(maskable[:-1])], 0)
+    if options.do_whole_word_mask:
+        starts = maskable & (boundary | after_barrier)
+    else:
+        starts = maskable
+    word_id = tf.where(maskable, tf.cumsum(tf.cast(starts, tf.int32)) - 1, -1)
+    start_positions = tf.where(starts)[:, 0]  # [num_words]
+    num_words = tf.shape(start_positions)[0]
+    word_length = tf.math.unsorted_segment_sum(
+        tf.cast(maskable, tf.int32), tf.maximum(word_id, 0), length)  # [L]
+    tokens_before = tf.concat([[0], tf.cumsum(word_length)], axis=0)
+    # A run of maskable tokens ends at a never-masked token; n-grams stay
+    # inside their run.
+    run_id = tf.maximum(
+        tf.cumsum(tf.cast(maskable & after_barrier, tf.int32)) - 1, 0)  # [L]
+    run_end_word = tf.cumsum(tf.math.unsorted_segment_sum(
+        tf.cast(starts, tf.int32), run_id, length))  # [L] by run
+    words_left = tf.gather(tf.gather(run_end_word, run_id) - word_id,
+                           start_positions)  # [num_words]
+    words_left = tf.pad(words_left, [[0, length - num_words]],
+                        constant_values=1)
+    words_left.set_shape([length])
+    return _Words(maskable, word_id, num_words, tokens_before, words_left)
+
+
+def _draw_ngram_sizes(words_left, options, seed):
+    """n of each word `[L]`, from p(n) truncated to the words left."""
+    cdf = tf.constant(masking.ngram_cdf(options.max_ngram,
+                                        options.favor_shorter_ngram),
+                      tf.float32)  # [max_ngram, max(max_ngram - 1, 1)]
+    available = tf.minimum(words_left, options.max_ngram)
+    thresholds = tf.gather(cdf, available - 1)  # [L, max_ngram - 1]
+    draw = tf.random.stateless_uniform([words_left.shape[0]], seed)
+    return 1 + tf.reduce_sum(
+        tf.cast(draw[:, None] >= thresholds, tf.int32), axis=1)
+
+
+def _choose_words(words, ngram_sizes, budget, seed):
+    """The greedy span choice: which words are masked, `[L]` bool by word."""
+    length = ngram_sizes.shape[0]
+    num_words, tokens_before = words.num_words, words.tokens_before
+    keys = tf.random.stateless_uniform([length], seed)
+    keys = tf.where(tf.range(length) < num_words, keys, 2.0)
+    order = tf.argsort(keys)  # [L], the real words first, in random order
+
+    def span_size(word, n):
+        return tokens_before[word + n] - tokens_before[word]
+
+    def body(t, count, covered):
+        word = order[t]
+        # Shrink the n-gram until it fits, as the official loop does.
+        (n,) = tf.while_loop(
+            lambda n: (n > 1) & (count + span_size(word, n) > budget),
+            lambda n: (n - 1,), (ngram_sizes[word],))
+        size = span_size(word, n)
+        span = (tf.range(length) >= word) & (tf.range(length) < word + n)
+        fits = count + size <= budget
+        free = tf.logical_not(tf.reduce_any(span & covered))
+        take = fits & free
+        covered = tf.where(take, covered | span, covered)
+        count = tf.where(take, count + size, count)
+        return t + 1, count, covered
+
+    _, _, covered = tf.while_loop(
+        lambda t, count, covered: (t < num_words) & (count < budget),
+        body, [tf.constant(0), tf.constant(0), tf.zeros([length], tf.bool)])
+    return covered
 
 
 def mask_example(features, element_seed, max_predictions_per_seq, options):
     """Masks one unmasked example (int `[L]` features) in graph mode.
+
+    The rules and numbers are `data_prep.masking`'s, as the static builder's
+    (`data_prep.static_masking`); the randomness is stateless, keyed by
+    `element_seed`.
 
     Args:
         features: dict with `input_ids`, `segment_ids`, `token_boundary`,
@@ -121,70 +212,25 @@ def mask_example(features, element_seed, max_predictions_per_seq, options):
     def stateless_seed(stream):
         return tf.stack([seed, tf.constant(stream, tf.int64)])
 
-    # Whole words as the official script builds them: a candidate token
-    # starts a word at a boundary; other tokens join the previous word.
-    candidate = real & tf.not_equal(ids, options.cls_id) & tf.not_equal(
-        ids, options.sep_id)
     boundary = tf.cast(features["token_boundary"], tf.int32) > 0
-    first = candidate & tf.equal(tf.cumsum(tf.cast(candidate, tf.int32)), 1)
-    starts = candidate & (boundary | first)
-    word_id = tf.where(candidate, tf.cumsum(tf.cast(starts, tf.int32)) - 1, -1)
-    num_words = tf.reduce_sum(tf.cast(starts, tf.int32))
-    word_length = tf.math.unsorted_segment_sum(
-        tf.cast(candidate, tf.int32), tf.maximum(word_id, 0), length)  # [L]
-    # tokens_before[w] = tokens in words < w (length L + 1).
-    tokens_before = tf.concat([[0], tf.cumsum(word_length)], axis=0)
+    words = _find_words(ids, real, boundary, options)
+    budget_table = tf.constant(masking.prediction_budget(
+        np.arange(length + 1), options.masked_lm_prob,
+        max_predictions_per_seq), tf.int32)  # [L + 1] by record length
+    budget = tf.gather(budget_table, tf.reduce_sum(tf.cast(real, tf.int32)))
+    ngram_sizes = _draw_ngram_sizes(words.words_left, options,
+                                    stateless_seed(2))
+    covered_words = _choose_words(words, ngram_sizes, budget,
+                                  stateless_seed(1))
+    masked = words.maskable & tf.gather(
+        covered_words, tf.maximum(words.word_id, 0))  # [L]
 
-    num_tokens = tf.cast(tf.reduce_sum(tf.cast(real, tf.int32)), tf.float32)
-    # Python's round() and tf.round() both round half to even.
-    num_to_predict = tf.minimum(
-        max_predictions_per_seq,
-        tf.maximum(1, tf.cast(tf.round(num_tokens * options.masked_lm_prob),
-                              tf.int32)))
-
-    # Visit words in a random order, with a random n-gram size for each.
-    keys = tf.random.stateless_uniform([length], stateless_seed(1))
-    keys = tf.where(tf.range(length) < num_words, keys, 2.0)
-    order = tf.argsort(keys)  # [L], the real words first
-    ngram_sizes = tf.random.stateless_categorical(
-        _ngram_logits(options), length, stateless_seed(2),
-        dtype=tf.int32)[0] + 1  # [L]
-
-    def span_size(word, n):
-        end = tf.minimum(word + n, num_words)
-        return tokens_before[end] - tokens_before[word]
-
-    def body(t, count, covered):
-        word = order[t]
-
-        # Shrink the n-gram until it fits, as the official loop does.
-        def shrink(n):
-            return n - 1
-
-        (n,) = tf.while_loop(
-            lambda n: (n > 1) & (count + span_size(word, n) > num_to_predict),
-            shrink, (ngram_sizes[t],))
-        size = span_size(word, n)
-        span = (tf.range(length) >= word) & (tf.range(length) < tf.minimum(
-            word + n, num_words))  # [L] over word indices
-        fits = count + size <= num_to_predict
-        free = tf.logical_not(tf.reduce_any(span & covered))
-        take = fits & free
-        covered = tf.where(take, covered | span, covered)
-        count = tf.where(take, count + size, count)
-        return t + 1, count, covered
-
-    _, _, covered_words = tf.while_loop(
-        lambda t, count, covered: (t < num_words) & (count < num_to_predict),
-        body, [tf.constant(0), tf.constant(0), tf.zeros([length], tf.bool)])
-    masked = candidate & tf.gather(covered_words, tf.maximum(word_id, 0))  # [L]
-
-    # 80% [MASK], 10% unchanged, 10% a random id.
+    mask_below, keep_below = masking.replacement_thresholds()
     draw = tf.random.stateless_uniform([length], stateless_seed(3))
     random_ids = tf.random.stateless_uniform(
         [length], stateless_seed(4), maxval=options.vocab_size, dtype=tf.int32)
-    replacement = tf.where(draw < 0.8, options.mask_id,
-                           tf.where(draw < 0.9, ids, random_ids))
+    replacement = tf.where(draw < mask_below, masking.MASK_ID,
+                           tf.where(draw < keep_below, ids, random_ids))
     new_ids = tf.where(masked, replacement, ids)
 
     positions = tf.cast(tf.where(masked)[:, 0], tf.int32)  # ascending
@@ -201,9 +247,8 @@ def mask_example(features, element_seed, max_predictions_per_seq, options):
         "next_sentence_labels": tf.cast(features["next_sentence_labels"],
                                         tf.int32),
     }
-    out["masked_lm_positions"].set_shape([max_predictions_per_seq])
-    out["masked_lm_ids"].set_shape([max_predictions_per_seq])
-    out["masked_lm_weights"].set_shape([max_predictions_per_seq])
+    for name in ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights"):
+        out[name].set_shape([max_predictions_per_seq])
     return out
 
 
