@@ -67,7 +67,9 @@ def load_encoder(path, trainable=True):
     if path.endswith(".keras"):
         if not tf.io.gfile.exists(path):
             raise FileNotFoundError("No Keras file at %r" % (path,))
-        import albert_tf  # noqa: F401  (registers AlbertEncoder)
+        # Registers AlbertEncoder and its layers with Keras. `import
+        # albert_tf` alone does not: the package loads its modules lazily.
+        import albert_tf.models.encoder  # noqa: F401
 
         model = keras.saving.load_model(path)
         model.trainable = trainable

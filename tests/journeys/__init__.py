@@ -1,0 +1,16 @@
+"""User journeys: the README's command sequences, run as a user types them.
+
+Each module follows one path through the programs (`python -m ...` in a
+subprocess, real flags, real files) on tiny generated data, and checks the
+files and answers the README promises at every stop:
+
+- `test_pretrain_journey`: text -> vocabulary -> sharded records ->
+  pretraining with evaluation -> resume -> export -> serving from a fresh
+  process.
+- `test_finetune_journey`: each fine-tuning program (GLUE, SQuAD v1.1 and
+  v2.0, RACE) from the pretrained model, with its submissions and exports.
+- `test_convert_journey`: the checkpoint conversions and their round trips.
+
+`common` holds the shared steps; the pretraining workspace is made once per
+process and shared by the journeys that start from it.
+"""
