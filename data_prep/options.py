@@ -24,6 +24,7 @@ data prep's programs use it as well as the training and export ones.
 """
 
 import dataclasses
+import logging as std_logging
 import sys
 import traceback
 import typing
@@ -147,6 +148,9 @@ def run(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None):
             main_fn(options)  # Its result is for library callers.
         except errors as e:
             logging.debug("%s", traceback.format_exc())  # --verbosity=1
+            # The one line is the last word: what the failed work leaves
+            # behind (a half-done restore's warnings on exit) stays quiet.
+            std_logging.getLogger("tensorflow").setLevel(std_logging.CRITICAL)
             sys.exit(f"{program}: error: {e}")
 
     app.run(main, argv=argv)

@@ -166,9 +166,19 @@ class FinetuneOptions(TrainingOptions):
                          f"holding {checkpoint_lib.SPM_NAME}. Received: neither")
 
     def encoder(self, dtype):
-        """The encoder to fine-tune, under the dtype policy `dtype`."""
-        return load_encoder(self.init_checkpoint, self.albert_config_file,
-                            dtype)
+        """The encoder to fine-tune, under the dtype policy `dtype`.
+
+        Raises:
+            ValueError: `max_seq_length` is longer than its position table.
+        """
+        encoder = load_encoder(self.init_checkpoint, self.albert_config_file,
+                               dtype)
+        positions = encoder.config.max_position_embeddings
+        if self.max_seq_length > positions:
+            raise ValueError(f"max_seq_length={self.max_seq_length} is longer "
+                             "than the encoder's max_position_embeddings="
+                             f"{positions}")
+        return encoder
 
 
 def _folder(path):

@@ -52,9 +52,11 @@ def resolve_checkpoint(path):
 # Config fields that set a variable dimension, most specific first.
 _SIZE_FIELDS = ("hidden_size", "intermediate_size", "embedding_size",
                 "vocab_size", "max_position_embeddings", "type_vocab_size")
-_NAME_HINTS = {"word_embeddings": "vocab_size",
-               "position_embeddings": "max_position_embeddings",
-               "token_type_embeddings": "type_vocab_size"}
+# (variable name part, dimension) -> the field that sets it.
+_NAME_HINTS = {("word_embeddings", 0): "vocab_size",
+               ("position_embeddings", 0): "max_position_embeddings",
+               ("token_type_embeddings", 0): "type_vocab_size",
+               ("_embeddings", 1): "embedding_size"}
 _SHAPE_ERROR = re.compile(r"incompatible tensor with shape \(([\d, ]*)\) when "
                           r"attempting to restore variable with shape "
                           r"\(([\d, ]*)\) and name ([^\s:]+)")
@@ -63,8 +65,8 @@ _SHAPE_ERROR = re.compile(r"incompatible tensor with shape \(([\d, ]*)\) when "
 def _likely_fields(name, saved, built, config):
     """The config fields that may set the first dimension that differs."""
     index = next(i for i, (a, b) in enumerate(zip(saved, built)) if a != b)
-    for hint, field in _NAME_HINTS.items():
-        if hint in name and index == 0:
+    for (hint, dimension), field in _NAME_HINTS.items():
+        if hint in name and index == dimension:
             return [field], index
     return [field for field in _SIZE_FIELDS if config is not None and
             getattr(config, field, None) == built[index]], index
@@ -118,6 +120,7 @@ def read_checked(checkpoint, prefix, config=None, partial=True):
         partial: values in the checkpoint the program does not use (an
             optimizer's) are allowed.
     """
+    message = None
     try:
         status = checkpoint.read(prefix)
         if partial:
@@ -127,7 +130,8 @@ def read_checked(checkpoint, prefix, config=None, partial=True):
         message = explain_restore_error(e, prefix, config)
         if message is None:
             raise
-        raise ValueError(message) from None
+    if message is not None:
+        raise ValueError(message)
     return prefix
 
 

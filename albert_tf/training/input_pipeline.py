@@ -308,7 +308,8 @@ def pretraining_dataset(input_files, batch_size, max_seq_length,
                         max_predictions_per_seq, is_training=True, seed=0,
                         input_context=None, skip_batches=0,
                         dynamic_masking=None, shuffle_buffer=100,
-                        cycle_length=8, skip_corrupt_records=False):
+                        cycle_length=8, skip_corrupt_records=False,
+                        vocab_size=None):
     """A `tf.data.Dataset` of pretraining batches.
 
     Args:
@@ -328,20 +329,19 @@ def pretraining_dataset(input_files, batch_size, max_seq_length,
         cycle_length: files read in parallel.
         skip_corrupt_records: skip (and log) the rest of a file from a
             corrupted or truncated record instead of failing (see
-            `records.read_file`); a bad first record still fails, before
-            any training.
+            `records.read_file`); a bad first record still fails first.
+        vocab_size: the model's; first records holding larger ids fail.
 
     Returns:
         A dataset of dicts (see the module docstring), batch dimension static.
 
     Raises:
-        ValueError: no TFRecord file matches, or the first record of a file
-            disagrees with `max_seq_length` / `max_predictions_per_seq`
-            (`records.check_records`).
+        ValueError: no TFRecord file matches, or a file's first record does
+            not fit the run (`records.check_records`).
     """
     files = expand_file_patterns(input_files)
     records_lib.check_records(files, max_seq_length, max_predictions_per_seq,
-                              dynamic_masking is not None)
+                              dynamic_masking is not None, vocab_size)
     if input_context is not None:
         batch_size = input_context.get_per_replica_batch_size(batch_size)
         num_pipelines = input_context.num_input_pipelines

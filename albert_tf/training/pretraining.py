@@ -76,6 +76,9 @@ class PretrainingOptions(TrainingOptions):
     dynamic_masking: bool = option(
         False, "Records carry no masks: mask afresh each epoch.")
     masked_lm_prob: float = option(0.15, "Masking rate for --dynamic_masking.")
+    skip_corrupt_records: bool = option(
+        False, "On a corrupted or truncated record, skip (and log) the rest "
+        "of its file instead of stopping.")
 
     def resolved_config(self):
         """The `AlbertConfig`: `config`, else `albert_config_file`, else
@@ -101,7 +104,12 @@ class PretrainingOptions(TrainingOptions):
         if not self.do_train and not self.do_eval:
             raise ValueError("At least one of do_train and do_eval must be "
                              "True. Received: neither")
-        self.resolved_config()
+        config = self.resolved_config()
+        if self.max_seq_length > config.max_position_embeddings:
+            raise ValueError(
+                f"max_seq_length={self.max_seq_length} is longer than the "
+                f"model's max_position_embeddings="
+                f"{config.max_position_embeddings}")
 
 
 class PretrainingTask(TrainingTask):
@@ -139,7 +147,9 @@ class PretrainingTask(TrainingTask):
             input_file, batch_size, options.max_seq_length,
             options.max_predictions_per_seq, is_training=is_training,
             seed=options.seed, input_context=input_context,
-            skip_batches=skip_batches, dynamic_masking=masking)
+            skip_batches=skip_batches, dynamic_masking=masking,
+            skip_corrupt_records=options.skip_corrupt_records,
+            vocab_size=self.config.vocab_size)
 
     def train_dataset(self, input_context, global_batch_size, skip_batches):
         return self.dataset(self.options.input_file, global_batch_size, True,

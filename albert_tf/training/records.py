@@ -148,8 +148,21 @@ def _check_example(path, features, max_seq_length, max_predictions_per_seq,
                          f"{value}")
 
 
+def _check_ids(path, example, vocab_size):
+    """Raises ValueError (one line) if the record holds ids past the
+    vocabulary (records made with another SentencePiece model)."""
+    for name in ("input_ids", "masked_lm_ids"):
+        feature = example.features.feature.get(name)
+        values = list(feature.int64_list.value) if feature else []
+        if values and max(values) >= vocab_size:
+            raise ValueError(
+                f"records in {path} hold token id {max(values)} in {name}, "
+                f"but the model's vocab_size is {vocab_size}: the records were "
+                "made with another vocabulary (or the config is wrong)")
+
+
 def check_records(files, max_seq_length, max_predictions_per_seq,
-                  dynamic_masking=False):
+                  dynamic_masking=False, vocab_size=None):
     """Compares the first record of each file with the shapes the run expects.
 
     Args:
@@ -159,6 +172,7 @@ def check_records(files, max_seq_length, max_predictions_per_seq,
             dynamic masking, which makes the masked features itself).
         dynamic_masking: whether records are masked while reading (only the
             unmasked features are then needed).
+        vocab_size: the model's vocabulary size: ids past it are refused.
 
     Raises:
         ValueError: one line naming the first file whose records disagree
@@ -179,6 +193,8 @@ def check_records(files, max_seq_length, max_predictions_per_seq,
                              "protos") from None
         _check_example(path, _feature_lengths(example), max_seq_length,
                        max_predictions_per_seq, dynamic_masking)
+        if vocab_size:
+            _check_ids(path, example, vocab_size)
     if files and empty == len(files):
         raise ValueError("No records: every input file is empty: "
                          + ", ".join(files))

@@ -25,6 +25,7 @@ everything else:
 """
 
 import os
+import re
 import signal
 import time
 
@@ -58,6 +59,18 @@ def use_xla(jit_compile, strategy):
         return True
     return any(device.device_type != "CPU"
                for device in tf.config.list_physical_devices())
+
+
+def op_error_summary(error):
+    """The line of a TensorFlow op error that says what went wrong (its
+    message also carries the graph's call stack and node names)."""
+    lines = [line.strip() for line in error.message.splitlines()]
+    for line in reversed(lines):
+        if line and not line.startswith(("[[", "File ", "Detected at node")):
+            line = re.sub(r"\s*\[Op:[^\]]*\]$", "", line)
+            match = re.match(r"assertion failed: \[(.*)\]$", line)
+            return match.group(1) if match else line
+    return type(error).__name__
 
 
 def _format_time(seconds):
@@ -326,7 +339,13 @@ class Trainer(evaluation.Evaluation):
                 num = min(options.iterations_per_loop, to_save,
                           options.num_steps - step)
                 loop_start = time.time()
-                stats, diverged = train_loop(iterator, tf.constant(num, tf.int32))
+                try:
+                    stats, diverged = train_loop(iterator,
+                                                 tf.constant(num, tf.int32))
+                except (tf.errors.InvalidArgumentError,
+                        tf.errors.DataLossError) as e:
+                    raise ValueError(f"Training stopped after step {step} on "
+                                     f"bad input: {op_error_summary(e)}") from e
                 previous, step = step, int(self.step.numpy())
                 if bool(diverged):
                     raise TrainingDivergedError(
