@@ -199,3 +199,31 @@ def test_eval_batch_larger_than_the_eval_set_is_refused(tmp_path):
         pretraining.run_pretraining(t.options(
             data, str(tmp_path / "out"), eval_input_file=small, do_eval=True))
     assert not os.path.exists(str(tmp_path / "out" / "best"))
+
+
+def test_a_full_disk_while_saving_is_one_line_and_keeps_the_checkpoints(
+        tmp_path):
+    """A real full file system (a small tmpfs): the first checkpoint fits,
+    the next does not."""
+    data = t.write_records(str(tmp_path / "data.tfrecord"), 40)
+    probe = str(tmp_path / "probe")
+    pretraining.run_pretraining(t.options(data, probe, num_train_steps=2))
+    size = sum(os.path.getsize(os.path.join(probe, f))
+               for f in os.listdir(probe) if f.startswith("ckpt-2"))
+    mount = tmp_path / "small"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o",
+                           f"size={int(size * 1.6) + 64 * 1024}", "tmpfs",
+                           str(mount)], capture_output=True)
+    if made.returncode:
+        pytest.skip("cannot mount a small file system here")
+    try:
+        out = str(mount / "run")
+        with pytest.raises(OSError, match=r"Could not write the checkpoint of "
+                           r"step \d+ in .*ckpt-2, is kept"):
+            pretraining.run_pretraining(t.options(
+                data, out, num_train_steps=8, keep_checkpoint_max=5))
+        assert tf.train.latest_checkpoint(out).endswith("ckpt-2")
+        assert _all_finite(os.path.join(out, "ckpt-2"))
+    finally:
+        subprocess.run(["umount", str(mount)], capture_output=True)

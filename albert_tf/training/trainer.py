@@ -253,9 +253,19 @@ class Trainer(evaluation.Evaluation):
 
         Raises:
             TrainingDivergedError: a weight is not finite (nothing written).
+            OSError: the write failed (a full disk); earlier checkpoints
+                stay listed.
         """
         self._check_finite_weights()
-        path = self.manager.save(checkpoint_number=self.step)
+        try:
+            path = self.manager.save(checkpoint_number=self.step)
+        except (tf.errors.OpError, OSError) as e:
+            # The state file is written last: it still lists complete ones.
+            cause = (op_error_summary(e) if isinstance(e, tf.errors.OpError)
+                     else e)
+            raise OSError(f"Could not write the checkpoint of step "
+                          f"{int(self.step.numpy())} in {self.output_dir} "
+                          f"({cause}). {self._last_good()}") from e
         if not self.is_chief:
             tf.io.gfile.rmtree(self._checkpoint_dir())
             return None
