@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from albert_tf import AlbertEmbedding
 from tests.layer_checks import run_layer_test
@@ -54,3 +55,18 @@ def test_sequence_longer_than_position_table_is_refused():
     word_ids, type_ids = _ids(length=13)
     with pytest.raises(ValueError, match="max_position_embeddings=12"):
         layer(word_ids, type_ids)
+
+
+def test_dynamic_length_past_the_table_names_the_limit():
+    """An exported encoder (length unknown when traced) called with a longer
+    sequence: the run-time check fires before the position lookup."""
+    layer = AlbertEmbedding(**KWARGS)
+    layer(*_ids(length=5))
+    call = tf.function(lambda w, t: layer(w, t), input_signature=[
+        tf.TensorSpec([None, None], tf.int32)] * 2)
+    concrete = call.get_concrete_function()
+    np.testing.assert_allclose(concrete(*_ids(length=12)),
+                               layer(*_ids(length=12)), atol=1e-6)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="exceeds max_position_embeddings=12"):
+        concrete(*_ids(length=13))

@@ -279,3 +279,18 @@ def test_layout_assets_and_never_overwrite(exported_albert):
             exported_albert.export_dir, max_seq_length=1000)
     assert layout.list_versions(os.path.join(exported_albert.export_dir,
                                              "albert")) == [1]
+
+
+def test_preprocessor_seq_length_past_the_encoder_table_names_the_limit(
+        exported_albert):
+    import tensorflow_text  # noqa: F401
+
+    preprocessor = tf.saved_model.load(exported_albert.paths["preprocessor"])
+    encoder = tf.saved_model.load(exported_albert.paths["encoder"])
+    tokens = preprocessor.tokenize(tf.constant(["a short text"]))
+    limit = exported_albert.pretrainer.config.max_position_embeddings
+    inputs = preprocessor.bert_pack_inputs([tokens],
+                                           seq_length=tf.constant(limit + 36))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=f"exceeds max_position_embeddings={limit}"):
+        encoder(inputs)

@@ -86,13 +86,23 @@ class AlbertEmbedding(keras.layers.Layer):
         length = ops.shape(word_ids)[1]
         if not isinstance(length, int):
             # Dynamic length: check at run time (a no-op once compiled by XLA
-            # for a fixed length that passed the static check).
-            tf.debugging.assert_less_equal(
+            # for a fixed length that passed the static check), before the
+            # position slice, so a too-long input (a TF-Hub preprocessor's
+            # seq_length past the table) is named as such.
+            check = tf.debugging.assert_less_equal(
                 length, self.max_position_embeddings,
-                message="Input sequence length exceeds max_position_embeddings")
+                message=("Input sequence length exceeds "
+                         f"max_position_embeddings={self.max_position_embeddings}"
+                         " (a preprocessor's seq_length must not be longer)"))
+            with tf.control_dependencies([check]):
+                # A gather, not a slice: shape inference would clamp a slice
+                # to the table and fail first, naming no length.
+                positions = tf.gather(self.position_embeddings,
+                                      tf.range(length))  # [T, E]
+        else:
+            positions = self.position_embeddings[:length]  # [T, E]
         words = ops.take(self.word_embeddings, word_ids, axis=0)  # [B, T, E]
         types = ops.take(self.token_type_embeddings, type_ids, axis=0)
-        positions = self.position_embeddings[:length]  # [T, E]
         x = words + types + positions[None, :, :]
         x = self.layer_norm(x)
         x = self.dropout_layer(x, training=training)

@@ -62,7 +62,15 @@ class AlbertEncoder(keras.Model):
     """The ALBERT encoder network (no pretraining heads).
 
     Inputs: a dict of int32 `[B, T]` tensors, `input_word_ids`, `input_mask`
-    (1 at real tokens) and `input_type_ids` (segment ids).
+    (1 at real tokens) and `input_type_ids` (segment ids). Ids must lie in
+    `[0, vocab_size)` and `[0, type_vocab_size)`, and T must not exceed
+    `max_position_embeddings` (checked: a longer T is refused, naming the
+    limit). Ids are not checked here, where it would cost a pass over every
+    batch: on CPU an id out of range fails inside the embedding lookup, on
+    GPU and TPU it reads zeros. What this package feeds the encoder is valid
+    by construction: the tokenizers and serving signatures make only ids of
+    their vocabulary, and pretraining checks its records against
+    `vocab_size` before training (`albert_tf.training.records`).
 
     Outputs: a dict with `sequence_output` `[B, T, H]`, `pooled_output` `[B, H]`
     (tanh dense on the first token) and `encoder_outputs`, a list holding the
