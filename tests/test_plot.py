@@ -60,3 +60,26 @@ def test_read_scalars_reads_what_training_writes(tmp_path):
     assert scalars["loss"] == [(10, 2.5), (20, 1.25)]
     assert scalars["acc"] == [(10, 0.25), (20, 0.5)]
     assert plot.read_scalars(str(tmp_path / "missing")) == {}
+
+
+def test_log2_x_axis_spaces_doubling_sizes_evenly(tmp_path):
+    # y falls from 1 to 0 between the first two sizes, then stays at 0: the
+    # falling segment spans 1/3 of the drawn width on a log2 axis (16 -> 32
+    # of 16 ... 128), 1/7 on a linear one.
+    fractions = {}
+    for xlog in (True, False):
+        path = str(tmp_path / ("%s.png" % xlog))
+        plot.save_chart([dict(title="sizes", xlabel="E", ylabel="accuracy",
+                              xlog=xlog, series=[dict(
+                                  label="a", x=[16, 32, 64, 128],
+                                  y=[1.0, 0.0, 0.0, 0.0], color=plot.RED)])],
+                        path, columns=1, panel_size=(6, 3), dpi=60)
+        red = _has_color(_image(path), plot.RED)
+        rows, columns = np.nonzero(red)
+        drawn = columns.max() - columns.min()
+        # Columns holding the segment's upper half (above the middle row).
+        middle = (rows.min() + rows.max()) / 2
+        upper = columns[rows < middle]
+        fractions[xlog] = (upper.max() - columns.min()) / drawn
+    assert fractions[True] == pytest.approx(1 / 6, abs=0.04)
+    assert fractions[False] == pytest.approx(1 / 14, abs=0.04)

@@ -26,7 +26,9 @@ def save_chart(panels, path, columns=2, panel_size=(4.8, 3.4), dpi=100):
     Args:
         panels: a list of dicts: `title`, `series` (a list of dicts: `label`,
             `x`, `y`, optional `color` (RGB bytes), `markers` (bool), `dash`
-            (bool)), optional `log` (a log-scale y axis, for losses).
+            (bool)), optional `log` (a log-scale y axis, for losses),
+            `xlabel` (default "step"), `ylabel` and `xlog` (a base-2
+            log-scale x axis, for sizes that double).
         path: the PNG to write.
         columns: panels per row.
         panel_size: inches of one panel.
@@ -58,7 +60,9 @@ def save_chart(panels, path, columns=2, panel_size=(4.8, 3.4), dpi=100):
 
 def _draw_panel(ax, panel):
     ax.set_title(panel["title"])
-    ax.set_xlabel("step")
+    ax.set_xlabel(panel.get("xlabel", "step"))
+    if panel.get("ylabel"):
+        ax.set_ylabel(panel["ylabel"])
     ax.grid(True, color="#e4e4e4")
     drawn = False
     for series in panel["series"]:
@@ -77,6 +81,12 @@ def _draw_panel(ax, panel):
         if panel.get("log") and all(
                 y > 0 for s in panel["series"] for y in s["y"]):
             ax.set_yscale("log")
+        xs = sorted({x for s in panel["series"] for x in s["x"]})
+        if panel.get("xlog") and xs[0] > 0:
+            ax.set_xscale("log", base=2)
+            # The sizes themselves, not powers of two, under the points.
+            ax.set_xticks(xs, labels=["%g" % x for x in xs])
+            ax.minorticks_off()
         ax.legend(loc="best", fontsize="small")
     else:
         ax.text(0.5, 0.5, "no data", ha="center", va="center",

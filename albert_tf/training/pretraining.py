@@ -192,12 +192,15 @@ class PretrainingTask(TrainingTask):
         return metrics
 
 
-def run_pretraining(options, strategy=None):
+def run_pretraining(options, strategy=None, task=None):
     """Trains and/or evaluates as `options` says (the CLI's library entry).
 
     Args:
         options: `PretrainingOptions`.
         strategy: a strategy; default: the current (default) strategy.
+        task: the `PretrainingTask` to run (a subclass trains another model
+            on the same data, loss and loop); default:
+            `PretrainingTask(options)`.
 
     Returns:
         A dict: `train` (see `Trainer.train`), and with `do_eval` `eval` (the
@@ -209,7 +212,7 @@ def run_pretraining(options, strategy=None):
         TrainingDivergedError: the loss became NaN or infinite.
     """
     keras.utils.set_random_seed(options.seed)
-    trainer = Trainer(PretrainingTask(options), options, strategy)
+    trainer = Trainer(task or PretrainingTask(options), options, strategy)
     report = {}
     if options.do_train:
         report["train"] = trainer.train()
