@@ -1,0 +1,196 @@
+"""The paper-claims study: its verdict rules, its keras-hub peer, and
+`--quick` end to end (structure only: parameter counts, every cell filled,
+the NSP/SOP cross-evaluation)."""
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import AlbertConfig, AlbertPretrainer
+from benchmarks.paper_claims import peer
+from benchmarks.paper_claims import runs
+from benchmarks.paper_claims import verdicts
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _config(**overrides):
+    values = dict(vocab_size=300, embedding_size=16, hidden_size=32,
+                  num_hidden_layers=3, num_attention_heads=2,
+                  intermediate_size=64, hidden_dropout_prob=0.0,
+                  attention_probs_dropout_prob=0.0,
+                  max_position_embeddings=24)
+    values.update(overrides)
+    return AlbertConfig.from_preset("tiny", **values)
+
+
+def _encoder_parameters(config):
+    """The encoder count by the paper's formula, not by building a model."""
+    V, E, H = config.vocab_size, config.embedding_size, config.hidden_size
+    I, L = config.intermediate_size, config.num_hidden_layers
+    embeddings = (V + config.max_position_embeddings
+                  + config.type_vocab_size) * E + 2 * E
+    projection = E * H + H if E != H else 0
+    attention = 4 * (H * H + H) + 2 * H
+    ffn = H * I + I + I * H + H + 2 * H
+    copies = {"all": (1, 1), "attention": (1, L), "ffn": (L, 1),
+              "none": (L, L)}[config.share]
+    return (embeddings + projection + copies[0] * attention
+            + copies[1] * ffn + H * H + H)
+
+
+# === Verdict rules ===
+
+def test_pair_differences_are_judged_against_seed_noise():
+    # Threshold 2 * sqrt(2) * 0.01 = 2.83 pt.
+    assert verdicts.better(0.03, 0.01, "d")[0] == verdicts.AGREES
+    assert verdicts.better(0.02, 0.01, "d")[0] == verdicts.CANT_TELL
+    assert verdicts.better(-0.03, 0.01, "d")[0] == verdicts.DISAGREES
+    assert verdicts.not_worse(-0.02, 0.01, "d")[0] == verdicts.AGREES
+    assert verdicts.not_worse(-0.03, 0.01, "d")[0] == verdicts.DISAGREES
+    verdict, reason = verdicts.better(0.5, None, "MLM accuracy")
+    assert verdict == verdicts.CANT_TELL and "one seed" in reason
+    assert "+3.00 pt" in verdicts.better(0.03, 0.01, "d")[1]
+
+
+def test_chance_verdicts_need_the_control_to_be_learned():
+    # 400 pairs at chance 0.5: band 2 * sqrt(0.25 / 400) = 5 pt.
+    assert verdicts.chance_band(400) == pytest.approx(0.05)
+    assert verdicts.near_chance(0.52, 400, 0.8, "x")[0] == verdicts.AGREES
+    assert verdicts.near_chance(0.60, 400, 0.8, "x")[0] == verdicts.DISAGREES
+    assert verdicts.near_chance(0.52, 400, 0.54, "x")[0] == verdicts.CANT_TELL
+    learned = (0.8, 400, 0.5)
+    # Chance 0.6 (an unbalanced task): 0.63 is inside 0.6 ± 4.9 pt.
+    assert verdicts.above_chance(0.63, 400, learned, "x", 0.6)[0] == \
+        verdicts.DISAGREES
+    assert verdicts.above_chance(0.70, 400, learned, "x", 0.6)[0] == \
+        verdicts.AGREES
+    assert verdicts.above_chance(0.70, 400, (0.52, 400, 0.5), "x", 0.6)[0] \
+        == verdicts.CANT_TELL
+
+
+def test_parity_tolerance_is_the_t_test_bound():
+    ours, theirs = [5.0, 5.1, 5.2], [5.05, 5.15, 5.25]
+    test = verdicts.parity(ours, theirs)
+    # Pooled sd 0.1; t(0.975, 4) = 2.776; sqrt(2/3).
+    assert test["pooled_spread"] == pytest.approx(0.1)
+    assert test["tolerance"] == pytest.approx(2.776 * 0.1 * math.sqrt(2 / 3))
+    assert test["difference"] == pytest.approx(0.05)
+    assert test["verdict"] == verdicts.AGREES
+    assert verdicts.parity(ours, [6.0, 6.1, 6.2])["verdict"] == \
+        verdicts.DISAGREES
+    assert verdicts.parity([5.0], [5.1])["verdict"] == verdicts.CANT_TELL
+
+
+# === The keras-hub peer ===
+
+def test_peer_has_our_parameter_counts():
+    for share in ("all", "none", "ffn"):
+        config = _config(share=share)
+        assert runs.parameter_counts(config)["encoder"] == \
+            _encoder_parameters(config)
+    config = _config()
+    assert runs.parameter_counts(config, "keras_hub") == \
+        runs.parameter_counts(config)
+
+
+def test_peer_computes_our_function_up_to_its_head_epsilon():
+    config = _config()
+    ours, theirs = AlbertPretrainer(config), peer.peer_pretrainer(config)
+    rng = np.random.default_rng(0)
+    mask = np.ones((3, 24), "int32")
+    mask[:, 18:] = 0
+    features = {
+        "input_word_ids": rng.integers(5, 300, (3, 24)).astype("int32"),
+        "input_mask": mask,
+        "input_type_ids": (np.arange(24) >= 10).astype("int32")[None].repeat(
+            3, 0),
+        "masked_lm_positions": rng.integers(1, 18, (3, 4)).astype("int32"),
+    }
+    apart = peer.output_difference(ours, theirs, features)
+    assert apart["mlm_logits"] > 1e-2  # Each draws its own weights.
+    peer.copy_weights(ours, theirs)
+    shipped = peer.output_difference(ours, theirs, features)
+    matched = peer.output_difference(ours, theirs, features,
+                                     head_epsilon=config.layer_norm_epsilon)
+    assert shipped["sop_logits"] < 1e-5
+    assert matched["mlm_logits"] < 1e-5 < shipped["mlm_logits"] < 1e-2
+    # The comparison leaves keras-hub's own epsilon in place.
+    assert peer.output_difference(ours, theirs, features) == shipped
+
+
+def test_peer_refuses_what_keras_hub_cannot_build():
+    with pytest.raises(ValueError, match=r"share='ffn' \(keras-hub: 'all'\)"):
+        peer.peer_pretrainer(_config(share="ffn"))
+    with pytest.raises(ValueError, match="layer_norm_epsilon=0.001"):
+        peer.check_comparable(_config(layer_norm_epsilon=1e-3))
+
+
+# === The study, --quick ===
+
+@pytest.mark.slow
+def test_quick_study_fills_every_cell(tmp_path):
+    output_dir = str(tmp_path / "claims")
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.paper_claims", "--quick",
+         "--output_dir=" + output_dir, "--num_train_steps=12"],
+        capture_output=True, text=True, timeout=900, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(os.path.join(output_dir, "results.json")) as f:
+        result = json.load(f)
+    config = AlbertConfig.from_dict(result["config"])
+    studies = result["studies"]
+
+    factor = studies["factorization"]["rows"]
+    assert {(r["share"], r["embedding_size"]) for r in factor} == {
+        (share, size) for share in ("all", "none")
+        for size in (config.embedding_size, config.hidden_size)}
+    for row in factor + studies["sharing"]["rows"]:
+        expected = _encoder_parameters(AlbertConfig.from_dict(dict(
+            result["config"], embedding_size=row.get(
+                "embedding_size", config.embedding_size),
+            share=row["share"])))
+        assert row["parameters"] == expected, row
+        for metric in ("masked_lm_accuracy", "sentence_order_accuracy"):
+            assert 0.0 <= row[metric] <= 1.0
+        assert row["masked_lm_loss"] > 0 and row["seconds"] > 0
+        assert [p["step"] for p in row["curve"]] == [6, 12]
+
+    cross = {r["pretrained_on"]: r for r in studies["sop_nsp"]["rows"]}
+    assert set(cross) == {"sop", "nsp"}
+    for row in cross.values():
+        assert set(row["accuracy"]) == {"sop", "nsp"}
+        for task, curve in row["curves"].items():
+            assert [p["step"] for p in curve] == [6, 12]
+            assert all(0.0 <= p["sentence_order_accuracy"] <= 1.0
+                       for p in curve)
+    assert 0.5 < studies["sop_nsp"]["chance"]["nsp"] < 0.8
+
+    parity = studies["parity"]
+    assert parity["parameters"]["albert_tf"] == parity["parameters"]["keras_hub"]
+    assert [len(parity["runs"][m]) for m in runs.MODELS] == [1, 1]
+    assert parity["same_weights_epsilon_matched"]["mlm_logits"] < 1e-5
+    for key in studies:
+        assert studies[key]["claims"] and studies[key]["seconds"] >= 0
+        for claim in studies[key]["claims"]:
+            assert claim["verdict"] in (verdicts.AGREES, verdicts.DISAGREES,
+                                        verdicts.CANT_TELL)
+    # One seed: no spread, so no difference between models is judged.
+    assert studies["parity"]["claims"][0]["verdict"] == verdicts.CANT_TELL
+
+    text = open(os.path.join(output_dir, "paper_claims.md")).read()
+    for title in ("1. Factorized embedding", "2. Cross-layer sharing",
+                  "3. SOP vs NSP", "4. Learning parity"):
+        assert "## " + title in text
+    assert not re.search(r"\b(None|nan)\b", text)
+    assert "![" in text and "(paper_claims.png)" in text
+    image = tf.io.decode_png(open(os.path.join(
+        output_dir, "paper_claims.png"), "rb").read(), channels=3)
+    assert image.shape[0] > 300 and image.shape[1] > 600
