@@ -55,7 +55,7 @@ def test_small_corpora_split_in_half_and_too_small_is_refused(tmp_path):
                  for i in range(5)]
     counts = downstream.write_task(_corpus(tmp_path / "c.txt", documents),
                                    str(tmp_path / "t"))
-    assert (counts["dev"], counts["train"]) == (2, 3)
+    assert (counts["train"], counts["dev"]) == (2, 3)
     with pytest.raises(ValueError, match="at least 4 held-out documents"):
         downstream.write_task(_corpus(tmp_path / "d.txt", documents[:3]),
                               str(tmp_path / "u"))

@@ -35,6 +35,7 @@ import tensorflow as tf
 from albert_tf.layers.preprocessing import TextPreprocessor
 from albert_tf.layers.task_heads import ClassificationHead
 from albert_tf.models.encoder import INPUT_NAMES
+from albert_tf.quickstart import data
 from albert_tf.training import optimization
 
 LABELS = ("in order", "swapped")
@@ -53,22 +54,6 @@ class Task:
     dev_pairs: list
     dev_labels: np.ndarray
     labels: tuple = LABELS
-
-
-def read_documents(path):
-    """The documents of a corpus file (blank-line separated), as lists of
-    sentences."""
-    document = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if line:
-                document.append(line)
-            elif document:
-                yield document
-                document = []
-    if document:
-        yield document
 
 
 def _write_tsv(path, rows):
@@ -95,8 +80,8 @@ def write_task(documents_file, task_dir, num_train=NUM_TRAIN, num_dev=NUM_DEV,
             line between documents).
         task_dir: where the two TSV files go (columns `label`, `first`,
             `second`).
-        num_train, num_dev: pairs wanted; with fewer documents, dev gets
-            half of them (rounded down) and train the rest.
+        num_train, num_dev: pairs wanted; with fewer documents, train gets
+            at most half of them (rounded down) and dev the rest.
         seed: the shuffle, cut and swap seed.
 
     Returns:
@@ -106,7 +91,8 @@ def write_task(documents_file, task_dir, num_train=NUM_TRAIN, num_dev=NUM_DEV,
     Raises:
         ValueError: fewer than 4 documents of at least two sentences.
     """
-    documents = [d for d in read_documents(documents_file) if len(d) >= 2]
+    documents = [d for d in data.read_documents(documents_file)
+                 if len(d) >= 2]
     if len(documents) < 4:
         raise ValueError(
             "The downstream task needs at least 4 held-out documents of two "
@@ -114,8 +100,8 @@ def write_task(documents_file, task_dir, num_train=NUM_TRAIN, num_dev=NUM_DEV,
                                                        documents_file))
     rng = random.Random(seed)
     rng.shuffle(documents)
-    num_dev = min(num_dev, len(documents) // 2)
-    num_train = min(num_train, len(documents) - num_dev)
+    num_train = min(num_train, len(documents) // 2)
+    num_dev = min(num_dev, len(documents) - num_train)
     splits = {"dev": documents[:num_dev],
               "train": documents[num_dev:num_dev + num_train]}
     os.makedirs(task_dir, exist_ok=True)
