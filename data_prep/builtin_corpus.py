@@ -57,8 +57,20 @@ def source_roots(include_site_packages=False):
     return roots
 
 
-def iter_documents(roots=None, max_chars=None):
-    """Yields documents, each a list of sentences, in a fixed (sorted) order.
+def _module_name(root, path):
+    """The dotted module name of `path` under `root` ("email.mime.text")."""
+    relative = os.path.splitext(os.path.relpath(path, root))[0]
+    parts = relative.split(os.sep)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def iter_module_documents(roots=None, max_chars=None):
+    """Yields `(module, sentences)` per document, in a fixed (sorted) order.
+
+    `module` is the dotted name of the file the docstring comes from, so that
+    callers can hold out whole packages.
 
     Args:
         roots: folders to read; default `source_roots()`.
@@ -72,14 +84,27 @@ def iter_documents(roots=None, max_chars=None):
             for name in sorted(files):
                 if not name.endswith(".py"):
                     continue
-                for doc in _docstrings(os.path.join(folder, name)):
+                path = os.path.join(folder, name)
+                module = _module_name(root, path)
+                for doc in _docstrings(path):
                     sentences = _sentences(doc)
                     if len(sentences) < 2:
                         continue
-                    yield sentences
+                    yield module, sentences
                     total += sum(len(s) + 1 for s in sentences)
                     if max_chars and total >= max_chars:
                         return
+
+
+def iter_documents(roots=None, max_chars=None):
+    """Yields documents, each a list of sentences, in a fixed (sorted) order.
+
+    Args:
+        roots: folders to read; default `source_roots()`.
+        max_chars: stop once this many characters have been yielded.
+    """
+    for _, sentences in iter_module_documents(roots, max_chars):
+        yield sentences
 
 
 def write_corpus(path, max_chars=None, roots=None):

@@ -18,14 +18,41 @@ from albert_tf.quickstart.__main__ import QuickstartOptions
 def test_split_corpus_holds_out_whole_documents(tmp_path):
     docs = [["Doc %d sentence one." % i, "Doc %d sentence two." % i]
             for i in range(45)]
-    source = tmp_path / "c.txt"
-    source.write_text("".join("\n".join(d) + "\n\n" for d in docs))
-    counts = quickstart.split_corpus(str(source), str(tmp_path / "t.txt"),
-                                     str(tmp_path / "e.txt"), eval_every=10)
-    assert counts["documents"] == 45 and counts["sentences"] == 90
-    assert counts["eval_documents"] == 4 and counts["train_documents"] == 41
+    files = [str(tmp_path / name) for name in ("t.txt", "e.txt", "d.txt")]
+    counts = quickstart.split_corpus(iter(docs), *files, eval_every=10,
+                                     downstream_every=5)
+    assert counts["downstream_documents"] == 9
+    assert counts["documents"] == 36 and counts["sentences"] == 72
+    assert counts["eval_documents"] == 3 and counts["train_documents"] == 33
     held = (tmp_path / "e.txt").read_text().strip().split("\n\n")
-    assert held[0].splitlines() == docs[9]
+    # Documents 4, 9, ... go downstream; the 10th of the others is held out.
+    assert held[0].splitlines() == docs[11]
+    downstream = (tmp_path / "d.txt").read_text().strip().split("\n\n")
+    assert downstream[1].splitlines() == docs[9]
+
+    # A cap on the pretraining text, and downstream documents from
+    # elsewhere (the built-in corpus's held-out packages).
+    counts = quickstart.split_corpus(
+        iter(docs), *files, max_chars=100, downstream_documents=docs[:2])
+    assert counts["documents"] == 3 and counts["characters"] >= 100
+    assert counts["downstream_documents"] == 2
+    assert not any(name.endswith(".tmp") for name in os.listdir(tmp_path))
+
+
+def test_builtin_corpus_keeps_the_downstream_packages_out(tmp_path):
+    from albert_tf.quickstart import data
+
+    files = [str(tmp_path / name) for name in ("t.txt", "e.txt", "d.txt")]
+    held_out = data.builtin_downstream_documents()
+    counts = quickstart.split_corpus(
+        data.builtin_documents(exclude=held_out), *files,
+        max_chars=2_000_000, downstream_documents=held_out)
+    assert counts["characters"] >= 2_000_000
+    assert counts["downstream_documents"] >= 1300
+    pretraining = set(open(files[0]).read().split("\n\n")) | set(
+        open(files[1]).read().split("\n\n"))
+    held_out = set(open(files[2]).read().split("\n\n"))
+    assert not (pretraining & held_out) - {""}
 
 
 def test_masked_token_baseline_counts_weighted_ids(tmp_path):
@@ -91,7 +118,7 @@ def test_program_options_are_the_defaults_of_run():
 
 SMALL = dict(max_corpus_chars=60_000, vocab_size=300, max_seq_length=32,
              num_train_steps=20, train_batch_size=16, dupe_factor=1,
-             max_eval_steps=2)
+             max_eval_steps=2, finetune_seeds=(0, 1), finetune_steps=4)
 
 
 def _mtimes(folder, skip=()):
@@ -102,9 +129,10 @@ def _mtimes(folder, skip=()):
 def _check_artifacts_and_report(out, report):
     """Every artifact exists, and the report's numbers."""
     data, pretrain = os.path.join(out, "data"), os.path.join(out, "pretrain")
-    for path in ("corpus.json", "train.txt", "eval.txt", "spm.model",
-                 "spm.vocab", "train.tfrecord", "train.stats.json",
-                 "eval.tfrecord", "eval.stats.json", "baseline.json"):
+    for path in ("corpus.json", "train.txt", "eval.txt", "downstream.txt",
+                 "task/train.tsv", "task/dev.tsv", "spm.model", "spm.vocab",
+                 "train.tfrecord", "train.stats.json", "eval.tfrecord",
+                 "eval.stats.json", "baseline.json"):
         assert os.path.getsize(os.path.join(data, path)) > 0, path
     assert tf.train.latest_checkpoint(pretrain).endswith("ckpt-20")
     assert os.path.exists(os.path.join(pretrain, "eval_results.txt"))
@@ -122,44 +150,82 @@ def _check_artifacts_and_report(out, report):
     assert report["plot_points"]["train_points"] > 0
     assert report["plot_points"]["eval_points"] > 0
 
-    # The report's numbers.
+    # Pretraining: every checkpoint evaluated on the held-out records.
     assert report["pretrain"]["steps"] == 20
     assert report["vocab"]["pieces"] <= 300
     assert report["records"]["train"]["instances"] > 0
-    assert 0 < report["results"]["masked_lm_baseline"] < 1
-    assert report["results"]["sentence_order_baseline"] == 0.5
+    results = report["results"]
+    assert [c["step"] for c in results["curve"]] == [3, 6, 9, 12, 15, 18, 20]
+    assert results["last_checkpoint"] == "ckpt-20"
+    assert isinstance(results["last_is_not_worse"], bool)
+    assert 0 < results["masked_lm_baseline"] < 1
+    assert results["sentence_order_baseline"] == 0.5
+
+    # Fine-tuning: both initializations, every seed, through the export.
+    finetuned = report["finetune"]
+    assert finetuned["encoders"]["pretrained"] == paths["encoder"]
+    for name in ("pretrained", "random_init"):
+        runs = finetuned["runs"][name]
+        assert [r["seed"] for r in runs] == [0, 1]
+        assert all(0 <= r["dev_accuracy"] <= 1 and r["steps"] == 4
+                   for r in runs)
+    assert finetuned["task"]["dev"] > 100
+    assert finetuned["classifier"] == os.path.join(
+        out, "export", "albert_sentence_order", "1")
+
     text = open(os.path.join(out, "report.txt")).read()
     for needle in ("masked-LM accuracy", "SOP accuracy", "tensorboard --logdir",
-                   "fill_mask", "nearest neighbours", paths["serving"]):
-        assert needle in text
+                   "fill_mask", "random init", "served classifier",
+                   "machine:", paths["serving"], finetuned["classifier"]):
+        assert needle in text, needle
     assert json.load(open(os.path.join(out, "report.json")))["results"] == \
         report["results"]
 
 
-def _check_answers_come_from_the_saved_model(report):
+_SERVE = """
+import json, sys
+import tensorflow as tf
+import tensorflow_text
+pairs = json.loads(sys.argv[2])
+model = tf.saved_model.load(sys.argv[1])
+out = model.signatures["serving_default"](
+    text=tf.constant([a for a, _ in pairs]),
+    text_b=tf.constant([b for _, b in pairs]))
+print(json.dumps({"label": [x.decode() for x in out["label"].numpy()],
+                  "probabilities": out["probabilities"].numpy().tolist()}))
+"""
+
+
+def _check_answers_come_from_the_saved_models(report):
     import tensorflow_text  # noqa: F401
 
     paths = report["export"]["paths"]
     model = tf.saved_model.load(paths["serving"])
-    queries = report["queries"]
-    served = model.signatures["fill_mask"](
-        text=tf.constant([q["query"] for q in queries["fill_mask"]]))
-    for i, q in enumerate(queries["fill_mask"]):
-        assert [p for p, _ in q["predictions"]] == [
-            p.decode() for p in served["top_k_pieces"].numpy()[i, 0]]
-        np.testing.assert_allclose(
-            [prob for _, prob in q["predictions"]],
-            served["top_k_probabilities"].numpy()[i, 0], atol=1e-4)
-    nn = queries["nearest_neighbours"]
-    texts = [nn["query"]] + [t for t, _ in nn["ranking"]]
-    pooled = model.signatures["serving_default"](
-        text=tf.constant(texts), text_b=tf.constant([], tf.string))[
-            "pooled_output"].numpy().astype(np.float64)
-    pooled -= pooled.mean(axis=0)
-    cos = [float(np.dot(pooled[0], p) / np.linalg.norm(pooled[0]) /
-                 np.linalg.norm(p)) for p in pooled[1:]]
-    np.testing.assert_allclose(cos, [s for _, s in nn["ranking"]], atol=1e-3)
-    assert queries["model"] == paths["serving"]
+    fill = report["queries"]["fill_mask"]
+    if fill["queries"]:
+        served = model.signatures["fill_mask"](
+            text=tf.constant([q["query"] for q in fill["queries"]]))
+        for i, q in enumerate(fill["queries"]):
+            assert q["query"].count("[MASK]") == 1
+            assert [p for p, _ in q["predictions"]] == [
+                p.decode() for p in served["top_k_pieces"].numpy()[i, 0]]
+    assert report["queries"]["model"] == paths["serving"]
+
+    # The classifier serves raw text in a fresh process, with the answers
+    # of the report.
+    classifier = report["queries"]["classifier"]
+    examples = classifier["examples"]
+    pairs = [[e["first"], e["second"]] for e in examples]
+    done = subprocess.run(
+        [sys.executable, "-c", _SERVE, report["finetune"]["classifier"],
+         json.dumps(pairs)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    served = json.loads(done.stdout.strip().splitlines()[-1])
+    assert served["label"] == [e["label"] for e in examples]
+    np.testing.assert_allclose(served["probabilities"],
+                               [e["probabilities"] for e in examples],
+                               atol=1e-4)
+    assert 0 <= classifier["accuracy"] <= 1
 
 
 @pytest.mark.slow
@@ -167,21 +233,23 @@ def test_quickstart_end_to_end_and_resume(tmp_path):
     out = str(tmp_path / "qs")
     report = quickstart.run(out, **SMALL)
     _check_artifacts_and_report(out, report)
-    _check_answers_come_from_the_saved_model(report)
+    _check_answers_come_from_the_saved_models(report)
 
-    # A second run resumes: nothing is redone, the export is reused.
+    # A second run resumes: nothing is redone, the exports are reused.
     data, pretrain = os.path.join(out, "data"), os.path.join(out, "pretrain")
     # (Training rewrites its albert_config.json on every start.)
     skip = ("albert_config.json",)
     data_before, pretrain_before = _mtimes(data), _mtimes(pretrain, skip)
     best_before = _mtimes(os.path.join(pretrain, "best"))
     again = quickstart.run(out, **SMALL)
-    for stage in ("corpus", "vocab", "records", "pretrain", "export"):
+    for stage in ("corpus", "vocab", "records", "pretrain", "export",
+                  "finetune"):
         assert again["stages"][stage]["skipped"], stage
     assert _mtimes(data) == data_before
     assert _mtimes(pretrain, skip) == pretrain_before
     assert _mtimes(os.path.join(pretrain, "best")) == best_before
     assert again["export"]["reused"] and again["export"]["version"] == 1
+    assert again["finetune"]["reused"]
     assert again["pretrain"]["resumed_from_step"] == 20
     assert sorted(os.listdir(os.path.join(out, "export", "albert"))) == ["1"]
 
@@ -192,11 +260,13 @@ def test_quickstart_end_to_end_and_resume(tmp_path):
     assert not more["stages"]["pretrain"]["skipped"]
     assert more["pretrain"]["resumed_from_step"] == 20
     assert more["pretrain"]["steps"] == 30
-    # The export follows the best checkpoint: a new best means version 2.
+    # The export follows the best checkpoint: a new best means version 2,
+    # and fine-tuning starts again from it.
     best_step = int(more["pretrain"]["best_eval"]["global_step"])
     assert more["export"]["checkpoint_step"] == best_step
     if best_step != report["export"]["checkpoint_step"]:
         assert more["export"]["version"] == 2 and not more["export"]["reused"]
+        assert not more["finetune"]["reused"]
     else:
         assert more["export"]["version"] == 1 and more["export"]["reused"]
 

@@ -11,12 +11,21 @@ from tools import plot
 from albert_tf.quickstart import report as report_lib
 
 
+def _eval(step, mlm, sop):
+    return {"checkpoint": "ckpt-%d" % step, "global_step": step,
+            "eval_batches": 2, "masked_lm_accuracy": mlm,
+            "sentence_order_accuracy": sop}
+
+
 def _report(output_dir):
     pretrain_dir = os.path.join(output_dir, "pretrain")
+    curve = [_eval(10, 0.08, 0.55), _eval(20, 0.1, 0.6)]
     return {
         "output_dir": output_dir,
         "corpus": {"documents": 10, "sentences": 20, "characters": 12345,
                    "train_documents": 9, "eval_documents": 1,
+                   "downstream_documents": 6,
+                   "task": {"train": 3, "dev": 3},
                    "source": "/corpus.txt"},
         "vocab": {"pieces": 300, "model_file": "/data/spm.model"},
         "records": {
@@ -28,19 +37,40 @@ def _report(output_dir):
             "parameters": 355456, "steps": 20, "num_train_steps": 30,
             "train_batch_size": 16, "resumed_from_step": 10,
             "seconds_this_run": 3.2, "stopped_by_time_budget": True,
-            "best_eval": {"checkpoint": "ckpt-20", "eval_batches": 2,
-                          "masked_lm_accuracy": 0.1,
-                          "sentence_order_accuracy": 0.6}},
+            "eval_curve": curve, "last_eval": curve[-1],
+            "best_eval": curve[-1]},
         "export": {"export_dir": "/export", "version": 2, "reused": False,
                    "paths": {"serving": "/export/albert/2",
                              "encoder": "/export/albert_encoder/2",
                              "preprocessor": "/export/albert_preprocessor/2"}},
+        "finetune": {
+            "runs": {"pretrained": [{"seed": 0, "dev_accuracy": 0.8},
+                                    {"seed": 1, "dev_accuracy": 0.7}],
+                     "random_init": [{"seed": 0, "dev_accuracy": 0.5},
+                                     {"seed": 1, "dev_accuracy": 0.6}]},
+            "mean": {"pretrained": 0.75, "random_init": 0.55},
+            "min_margin": 0.1, "task": {"train": 3, "dev": 3},
+            "encoders": {"pretrained": "/export/albert_encoder/2",
+                         "random_init": "/finetune/random_init_encoder"},
+            "classifier": "/export/albert_sentence_order/2",
+            "settings": {"seeds": [0, 1], "num_train_steps": 9}},
         "queries": {
             "model": "/export/albert/2",
-            "fill_mask": [{"query": "Return the [MASK].",
-                           "predictions": [["\u2581a", 0.5], ["b", 0.25]]}],
-            "nearest_neighbours": {"query": "Read it.",
-                                   "ranking": [["x", 0.9], ["y", -0.2]]}},
+            "fill_mask": {
+                "queries": [{"query": "Return the [MASK].", "answer": "list",
+                             "predictions": [["\u2581a", 0.5],
+                                             ["\u2581list", 0.25]],
+                             "rank": 1}],
+                "top1_accuracy": 0.0, "top5_accuracy": 1.0,
+                "baseline_words": ["file", "list"],
+                "baseline_top1_accuracy": 0.0, "baseline_top5_accuracy": 1.0},
+            "classifier": {
+                "model": "/export/albert_sentence_order/2", "accuracy": 0.5,
+                "dev_pairs": 3,
+                "examples": [{"first": "B.", "second": "A.",
+                              "true_label": "swapped", "label": "in order",
+                              "label_id": 0, "probability": 0.7,
+                              "probabilities": [0.7, 0.3]}]}},
     }
 
 
@@ -63,10 +93,17 @@ def test_summary_results_and_files(tmp_path):
     report_lib.summarize(report)
     assert report["results"] == {
         "checkpoint": "ckpt-20", "masked_lm_accuracy": 0.1,
+        "sentence_order_accuracy": 0.6, "last_checkpoint": "ckpt-20",
+        "last_masked_lm_accuracy": 0.1, "last_sentence_order_accuracy": 0.6,
+        "last_is_not_worse": True,
+        "curve": [{"step": 10, "masked_lm_accuracy": 0.08,
+                   "sentence_order_accuracy": 0.55},
+                  {"step": 20, "masked_lm_accuracy": 0.1,
+                   "sentence_order_accuracy": 0.6}],
         "masked_lm_baseline": 0.05, "masked_lm_baseline_piece": "\u2581",
-        "sentence_order_accuracy": 0.6, "sentence_order_baseline": 0.5,
-        # 20 held-out instances: batches of 16.
-        "evaluated_on": "held-out documents (2 eval batches of 16)"}
+        "sentence_order_baseline": 0.5,
+        "evaluated_on": "20 held-out instances (documents never trained "
+                        "on), at every checkpoint"}
     assert report["plot_points"] == {"train_points": 2, "eval_points": 1}
     image = tf.io.decode_png(open(report["plot"], "rb").read(),
                              channels=3).numpy().astype(int)
@@ -83,6 +120,20 @@ def test_summary_results_and_files(tmp_path):
         assert f.read() == report_lib.format_report(report)
 
 
+def test_a_declining_last_checkpoint_is_reported():
+    report = _report("/out")
+    curve = report["pretrain"]["eval_curve"]
+    curve.append(_eval(30, 0.11, 0.58))  # SOP fell 2 points from its best.
+    report["pretrain"]["last_eval"] = curve[-1]
+    results = report_lib.results(report["pretrain"],
+                                 report["records"]["baseline"], 20)
+    assert not results["last_is_not_worse"]
+    curve[-1]["sentence_order_accuracy"] = 0.597  # Within the tolerance.
+    assert report_lib.results(report["pretrain"],
+                              report["records"]["baseline"],
+                              20)["last_is_not_worse"]
+
+
 def test_report_text(tmp_path):
     report = _report(str(tmp_path))
     report_lib.summarize(report)  # No event files: empty panels.
@@ -91,18 +142,31 @@ def test_report_text(tmp_path):
     text = report_lib.format_report(report)
     for line in (
             "corpus      10 documents, 20 sentences, 12,345 characters (9 "
-            "train / 1 held-out documents) from /corpus.txt",
+            "pretraining / 1 held-out documents) from /corpus.txt",
+            "downstream  6 documents never pretrained on; task: 3 train / 3 "
+            "dev pairs",
             "instances   50 train, 20 held-out -> /data",
             "model       tiny widened, 355,456 encoder parameters",
             "training    20 of 30 steps of batch 16 (resumed from step 10; "
             "3 s this run; stopped by --train_seconds, run again to "
             "continue)",
-            "  masked-LM accuracy  10.0%  (baseline: always '\u2581', 5.0%)",
-            "  SOP accuracy        60.0%  (chance: 50.0%)",
+            "  step 10      8.0%                 55.0%",
+            "  step 20      10.0%                60.0%",
+            "  baseline     5.0% (always '\u2581')    50.0% (chance)",
+            "  0      80.0%        50.0%",
+            "  mean   75.0%        55.0%   margin +20.0 points (smallest over "
+            "seeds +10.0)",
+            "served classifier (raw text in, /export/albert_sentence_order/2):"
+            " dev accuracy 50.0% over 3 pairs",
+            "  true swapped   -> in order  0.700  'B.' | 'A.'",
+            "  top-1 0.0%, top-5 100.0%; baseline (always file/list): top-1 "
+            "0.0%, top-5 100.0%",
+            "  'Return the [MASK].'  (answer 'list', rank 2)",
+            "      \u2581a 0.500, \u2581list 0.250",
             "  SavedModels   /export (version 2, exported by this run)",
             "    preprocessor  /export/albert_preprocessor/2",
-            "queries (through /export/albert/2)",
-            "      \u2581a 0.500, b 0.250",
-            "      -0.200  y",
+            "    classifier    /export/albert_sentence_order/2",
             "stages: corpus 1s (skipped), vocab 3s"):
         assert line in text.splitlines(), line
+    assert "the last checkpoint (ckpt-20) holds the best" in text
+    assert text.count("machine: ") == 1

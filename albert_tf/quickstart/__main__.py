@@ -1,9 +1,12 @@
 """Runs the main job end to end: `python -m albert_tf.quickstart`.
 
-Writes a corpus (the standard library's docstrings, or --input_file), trains
-a SentencePiece vocabulary, builds pretraining TFRecords, pretrains a small
-ALBERT, exports it as SavedModels and queries them; everything goes under
---output_dir, and running again resumes. See `albert_tf.quickstart`.
+Writes a corpus (docstrings of the standard library and the installed
+packages, or --input_file), trains a SentencePiece vocabulary, builds
+pretraining TFRecords, pretrains a small ALBERT, exports it as SavedModels,
+fine-tunes the exported encoder on a task of held-out text (and the same
+model from random initialization), serves the fine-tuned classifier and
+queries the SavedModels; everything goes under --output_dir, and running
+again resumes. See `albert_tf.quickstart`.
 """
 
 import dataclasses
@@ -26,17 +29,17 @@ class QuickstartOptions:
     input_file: Optional[str] = option(
         None, "Text corpus (one sentence a line, blank line between "
         "documents); default: the standard library's docstrings.")
-    max_corpus_chars: int = option(2_000_000,
-                                   "Cap on the built-in corpus size.")
-    vocab_size: int = option(2000, "SentencePiece pieces (a soft limit).")
+    max_corpus_chars: int = option(
+        3_000_000, "Cap on the pretraining text (characters).")
+    vocab_size: int = option(4000, "SentencePiece pieces (a soft limit).")
     max_seq_length: int = option(64, "Tokens a record.")
-    num_train_steps: int = option(8000, "Pretraining steps.")
+    num_train_steps: int = option(7000, "Pretraining steps.")
     train_seconds: float = option(
-        480, "Time budget of pretraining in this run (seconds; 0: none): "
+        400, "Time budget of pretraining in this run (seconds; 0: none): "
         "training stops, saving a checkpoint, once it is spent, even before "
         "num_train_steps; running again continues from there.")
     train_batch_size: int = option(32, "Batch size.")
-    dupe_factor: int = option(5, "Maskings of each training document.")
+    dupe_factor: int = option(10, "Maskings of each training document.")
 
 
 def run_and_print(options):

@@ -1,7 +1,16 @@
-"""The quickstart's own data helpers: the held-out split and the baseline.
+"""The quickstart's own data helpers: the splits and the baseline.
 
-`split_corpus` holds out whole documents, so that evaluation measures text the
-model never saw (not new maskings of training sentences);
+The corpus is split by whole documents three ways:
+- pretraining documents (`train.txt`);
+- held-out documents (`eval.txt`, one pretraining-corpus document in
+  `EVAL_EVERY`), on which held-out masked-LM and SOP accuracy are measured,
+  so evaluation measures text the model never saw (not new maskings of
+  training sentences);
+- downstream documents (`downstream.txt`), the text of the fine-tuning task
+  (`albert_tf.quickstart.downstream`), never pretrained on either: for the
+  built-in corpus, the standard-library packages of `DOWNSTREAM_PACKAGES`;
+  for a user's corpus, one document in `DOWNSTREAM_EVERY`.
+
 `masked_token_baseline` is the accuracy a model reaches without learning
 anything but token frequencies, the number the masked-LM accuracy is read
 against.
@@ -9,56 +18,140 @@ against.
 
 import collections
 import os
+import sysconfig
 
 import tensorflow as tf
 
-EVAL_EVERY = 20  # One document in EVAL_EVERY is held out.
+from data_prep import builtin_corpus
+
+EVAL_EVERY = 10  # One pretraining-corpus document in EVAL_EVERY is held out.
+DOWNSTREAM_EVERY = 10  # Of a user's corpus, for the downstream task.
+# Standard-library packages whose docstrings pretraining never sees: the
+# downstream task's text (about 1,300 documents in Python 3.11).
+DOWNSTREAM_PACKAGES = ("asyncio", "distutils", "email", "http", "importlib",
+                       "lib2to3", "logging", "tkinter", "unittest", "urllib",
+                       "xml")
 
 
-def split_corpus(input_file, train_file, eval_file, eval_every=EVAL_EVERY):
-    """Splits a corpus by documents: every `eval_every`-th one is held out.
-
-    Documents are separated by blank lines. Both outputs appear complete or
-    not at all (written next to their final names, then renamed).
-
-    Args:
-        input_file: the corpus (one sentence a line).
-        train_file: where the training documents go.
-        eval_file: where the held-out documents go.
-        eval_every: one document in this many is held out.
-
-    Returns:
-        A dict of counts: `documents`, `sentences`, `characters`,
-        `train_documents`, `eval_documents`.
-    """
-    counts = collections.Counter()
-    with open(input_file, encoding="utf-8", errors="replace") as f, \
-            open(train_file + ".tmp", "w", encoding="utf-8") as train, \
-            open(eval_file + ".tmp", "w", encoding="utf-8") as held_out:
-        document = []
-
-        def flush():
-            if not document:
-                return
-            index = counts["documents"]
-            out = held_out if index % eval_every == eval_every - 1 else train
-            out.write("\n".join(document) + "\n\n")
-            counts["documents"] += 1
-            counts["eval_documents" if out is held_out else
-                   "train_documents"] += 1
-            document.clear()
-
+def read_documents(path):
+    """The documents of a corpus file (one sentence a line, a blank line
+    between documents), each a list of sentences."""
+    document = []
+    with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             line = line.strip()
             if line:
                 document.append(line)
-                counts["sentences"] += 1
-                counts["characters"] += len(line) + 1
+            elif document:
+                yield document
+                document = []
+    if document:
+        yield document
+
+
+def builtin_documents(roots=None, exclude=()):
+    """The built-in corpus's pretraining documents: docstrings of the
+    standard library and the installed packages (`data_prep.builtin_corpus`),
+    without the `DOWNSTREAM_PACKAGES`.
+
+    Args:
+        roots: folders to read; default: the standard library, then the
+            installed packages.
+        exclude: documents (lists of sentences) left out wherever they
+            appear, e.g. the downstream documents (a docstring can be copied
+            into another package).
+    """
+    stdlib = sysconfig.get_paths()["stdlib"]
+    roots = roots or [stdlib, sysconfig.get_paths()["purelib"]]
+    excluded = {"\n".join(document) for document in exclude}
+    for root in roots:
+        held_out = DOWNSTREAM_PACKAGES if root == stdlib else ()
+        for module, sentences in builtin_corpus.iter_module_documents([root]):
+            if (module.split(".")[0] not in held_out and
+                    "\n".join(sentences) not in excluded):
+                yield sentences
+
+
+def builtin_downstream_documents():
+    """The docstrings of the `DOWNSTREAM_PACKAGES` (a list)."""
+    stdlib = sysconfig.get_paths()["stdlib"]
+    return list(builtin_corpus.iter_documents(
+        [os.path.join(stdlib, name) for name in DOWNSTREAM_PACKAGES]))
+
+
+class _Writers:
+    """Text files written next to their final names, renamed on success, so
+    each output appears complete or not at all."""
+
+    def __init__(self, paths):
+        self.paths = [p for p in paths if p]
+        self.files = {p: open(p + ".tmp", "w", encoding="utf-8")
+                      for p in self.paths}
+
+    def write(self, path, document):
+        self.files[path].write("\n".join(document) + "\n\n")
+
+    def close(self, commit):
+        for path, f in self.files.items():
+            f.close()
+            if commit:
+                os.replace(path + ".tmp", path)
             else:
-                flush()
-        flush()
-    os.replace(train_file + ".tmp", train_file)
-    os.replace(eval_file + ".tmp", eval_file)
+                os.remove(path + ".tmp")
+
+
+def split_corpus(documents, train_file, eval_file, downstream_file=None,
+                 eval_every=EVAL_EVERY, downstream_every=0, max_chars=None,
+                 downstream_documents=()):
+    """Splits documents into pretraining, held-out and downstream files.
+
+    Args:
+        documents: an iterable of documents (lists of sentences).
+        train_file, eval_file: where the pretraining and the held-out
+            documents go: every `eval_every`-th document that does not go
+            downstream is held out.
+        downstream_file: where the downstream documents go (None: nowhere).
+        eval_every: one pretraining-corpus document in this many is held out.
+        downstream_every: when positive, one document of `documents` in this
+            many goes downstream.
+        max_chars: stop once the pretraining and held-out documents hold this
+            many characters (None: read everything).
+        downstream_documents: more downstream documents (an iterable), read
+            after `documents`.
+
+    Returns:
+        A dict of counts: `documents`, `sentences`, `characters` (of the
+        pretraining and held-out documents), `train_documents`,
+        `eval_documents`, `downstream_documents`.
+    """
+    counts = collections.Counter()
+    writers = _Writers([train_file, eval_file, downstream_file])
+    committed = False
+    try:
+        for index, document in enumerate(documents):
+            if (downstream_file and downstream_every and
+                    index % downstream_every == downstream_every - 1):
+                writers.write(downstream_file, document)
+                counts["downstream_documents"] += 1
+                continue
+            held_out = counts["documents"] % eval_every == eval_every - 1
+            writers.write(eval_file if held_out else train_file, document)
+            counts["documents"] += 1
+            counts["eval_documents" if held_out else "train_documents"] += 1
+            counts["sentences"] += len(document)
+            counts["characters"] += sum(len(s) + 1 for s in document) + 1
+            if max_chars and counts["characters"] >= max_chars:
+                break
+        if downstream_file:
+            for document in downstream_documents:
+                writers.write(downstream_file, document)
+                counts["downstream_documents"] += 1
+        committed = True
+    finally:
+        writers.close(committed)
+    for key in ("documents", "sentences", "characters", "train_documents",
+                "eval_documents", "downstream_documents"):
+        counts.setdefault(key, 0)
     return dict(counts)
 
 

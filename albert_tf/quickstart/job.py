@@ -1,4 +1,4 @@
-"""The whole quickstart job: the seven stages in order, resuming.
+"""The whole quickstart job: the eight stages in order, resuming.
 
 `run` calls one function per stage (`albert_tf.quickstart.stages`, then
 `albert_tf.quickstart.report`) and skips the stages whose outputs are
@@ -16,8 +16,8 @@ from albert_tf.quickstart import report as report_lib
 from albert_tf.quickstart import resume
 from albert_tf.quickstart import stages
 
-STAGES = ("corpus", "vocab", "records", "pretrain", "export", "query",
-          "report")
+STAGES = ("corpus", "vocab", "records", "pretrain", "export", "finetune",
+          "query", "report")
 
 
 class StageTimer:
@@ -48,22 +48,25 @@ def _reuse(entry, current):
     return entry["skipped"]
 
 
-def run(output_dir, input_file=None, max_corpus_chars=2_000_000,
-        vocab_size=2000, max_seq_length=64, num_train_steps=8000,
-        train_seconds=480, train_batch_size=32, dupe_factor=5,
+def run(output_dir, input_file=None, max_corpus_chars=3_000_000,
+        vocab_size=4000, max_seq_length=64, num_train_steps=7000,
+        train_seconds=400, train_batch_size=32, dupe_factor=10,
         max_predictions_per_seq=None, save_checkpoints_steps=None,
-        learning_rate=5e-3, max_eval_steps=20, num_threads=2):
+        learning_rate=5e-3, max_eval_steps=None, num_threads=2,
+        finetune_seeds=stages.FINETUNE_SEEDS,
+        finetune_steps=stages.FINETUNE_STEPS):
     """Runs (or resumes) the whole job; returns the report dict.
 
     Args:
         output_dir: where everything goes.
         input_file, max_corpus_chars: see `stages.write_corpus`.
         vocab_size, num_threads: see `stages.build_vocabulary`.
-        max_seq_length: tokens a record, and T of the exported model.
+        max_seq_length: tokens a record, and T of the exported models.
         dupe_factor, max_predictions_per_seq: see `stages.build_records`.
         num_train_steps, train_seconds, train_batch_size,
             save_checkpoints_steps, learning_rate, max_eval_steps: see
             `stages.pretraining_options`.
+        finetune_seeds, finetune_steps: see `stages.finetune`.
 
     Raises:
         ValueError: `output_dir` holds checkpoints of other data, or a bad
@@ -103,11 +106,19 @@ def run(output_dir, input_file=None, max_corpus_chars=2_000_000,
         if not _reuse(entry, exported):
             exported = stages.export_model(trained, vocabulary, output_dir,
                                            max_seq_length)
+    with timer.stage("finetune") as entry:
+        tuning = dict(seeds=tuple(finetune_seeds),
+                      num_train_steps=finetune_steps)
+        finetuned = resume.current_finetune(exported, output_dir, **tuning)
+        if not _reuse(entry, finetuned):
+            finetuned = stages.finetune(exported, corpus, vocabulary,
+                                        output_dir, max_seq_length, **tuning)
     with timer.stage("query"):
-        answers = stages.query(exported["paths"]["serving"])
+        answers = stages.query(exported["paths"]["serving"],
+                               finetuned["classifier"], corpus, vocabulary)
     report = {"output_dir": output_dir, "corpus": corpus, "vocab": vocabulary,
               "records": records, "pretrain": trained, "export": exported,
-              "queries": answers}
+              "finetune": finetuned, "queries": answers}
     with timer.stage("report"):
         report_lib.summarize(report)
     report.update(stages=timer.timings, seconds=round(time.time() - start, 1))

@@ -1,86 +1,180 @@
-"""Questions asked of the exported SavedModel, through its signatures.
+"""Questions asked of the exported SavedModels, through their signatures.
 
-The queries go through the served model (not the Keras one) so that the
-answers show what TF Serving would answer for raw text.
+The queries go through the served models (not the Keras ones) so that the
+answers show what TF Serving would answer for raw text. None is hand-picked:
+
+- Fill-mask: held-out sentences (documents never pretrained on), in file
+  order, of at most `MAX_QUERY_WORDS` words; in each, one content word is
+  masked: a run of at least 4 ASCII letters, not a function word
+  (`FUNCTION_WORDS`), that the vocabulary holds as one piece (so that one
+  `[MASK]` can be filled with it), drawn with a seeded generator. The
+  answer is right when the masked word's piece is the top prediction
+  (top-1) or among the top 5. The baseline answers every query with the 5
+  content words most frequent in the pretraining text.
+- Classifier: the fine-tuned downstream model's `serving_default`, on the
+  downstream task's dev pairs.
 """
+
+import collections
+import random
+import re
 
 import numpy as np
 import tensorflow as tf
-import tensorflow_text  # noqa: F401  (registers the SavedModel's ops)
+import tensorflow_text  # noqa: F401  (registers the SavedModels' ops)
 
-FILL_MASK_QUERIES = (
-    "Return the [MASK] of the list.",
-    "If the file does not exist, an [MASK] is raised.",
-    "This module provides functions for working with [MASK].",
-)
-NEIGHBOUR_QUERY = "Read the contents of the file."
-NEIGHBOUR_CANDIDATES = (
-    "Write the data to the file.",
-    "Open the file and return a stream.",
-    "Return the square root of x.",
-    "Create a new thread and start it.",
-    "Raise an exception if the socket is closed.",
-    "Convert the string to lower case.",
-)
+from albert_tf.quickstart import data
 
-
-def fill_mask(model, queries):
-    """The top predictions of the first mask of each query.
-
-    Returns:
-        A list with, per query, a dict: `query` and `predictions` (a list of
-        `[piece, probability]`, most probable first).
-    """
-    out = model.signatures["fill_mask"](text=tf.constant(list(queries)))
-    pieces = out["top_k_pieces"].numpy()
-    probabilities = out["top_k_probabilities"].numpy()
-    return [{"query": text,
-             "predictions": [[piece.decode("utf-8"), round(float(p), 4)]
-                             for piece, p in zip(pieces[i, 0],
-                                                 probabilities[i, 0])]}
-            for i, text in enumerate(queries)]
+NUM_FILL_MASK_QUERIES = 200
+MAX_QUERY_WORDS = 30
+TOP_K = 5
+_WORD = re.compile(r"\b[A-Za-z]{4,}\b")
+# English function words (and a few docstring fillers), never masked.
+FUNCTION_WORDS = frozenset("""
+about above after again against also although among another anything
+around back because been before being below between both cannot could does
+doing done down during each either else even ever every from further have
+having here hers herself himself however into itself just least less like
+made make many might more most much must myself neither never none once
+only onto other others otherwise ours ourselves over same shall should
+since some something such than that their theirs them themselves then
+there therefore these they thing things this those though through thus
+under unless until upon very want well were what whatever when whenever
+where whereas whether which while whom whose will with within without
+would your yours yourself yourselves
+""".split())
 
 
-def nearest_neighbours(model, query, candidates):
-    """Candidates ranked by similarity of their `pooled_output` to the query's.
-
-    Returns:
-        A dict: `query` and `ranking` (a list of `[candidate, cosine]`,
-        highest first).
-    """
-    texts = [query] + list(candidates)
-    pooled = model.signatures["serving_default"](
-        text=tf.constant(texts), text_b=tf.constant([], tf.string))[
-            "pooled_output"]
-    pooled = pooled.numpy().astype(np.float64)
-    # Centered: pooled outputs of one model share a large common component
-    # (the tanh of the pooler's bias), which makes raw cosines all near 1.
-    pooled -= pooled.mean(axis=0, keepdims=True)
-    pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-    similarity = pooled[1:] @ pooled[0]
-    order = np.argsort(-similarity, kind="stable")
-    return {"query": query,
-            "ranking": [[candidates[i], round(float(similarity[i]), 4)]
-                        for i in order]}
+def _candidates(sentence, sp_model):
+    """Spans of the words of `sentence` that a fill-mask query may mask."""
+    spans = []
+    for match in _WORD.finditer(sentence):
+        word = match.group().lower()
+        if word in FUNCTION_WORDS:
+            continue
+        if sp_model.encode(word, out_type=str) == ["\u2581" + word]:
+            spans.append(match.span())
+    return spans
 
 
-def query_saved_model(path, fill_mask_queries=FILL_MASK_QUERIES,
-                      neighbour_query=NEIGHBOUR_QUERY,
-                      candidates=NEIGHBOUR_CANDIDATES):
-    """Queries an exported text-in SavedModel through its signatures.
+def fill_mask_queries(eval_file, sp_model, count=NUM_FILL_MASK_QUERIES,
+                      seed=0):
+    """Fill-mask queries from held-out sentences, by the module's rule.
 
     Args:
-        path: the SavedModel (`<export_dir>/<model_name>/<version>`).
-        fill_mask_queries: texts holding `[MASK]`.
-        neighbour_query: the text whose neighbours are ranked.
-        candidates: the texts ranked.
+        eval_file: the held-out documents.
+        sp_model: the `sentencepiece.SentencePieceProcessor` of the model.
+        count: queries wanted (fewer when the file runs out).
+        seed: the generator choosing the masked word of each sentence.
 
     Returns:
-        A dict: `fill_mask` (see `fill_mask`) and `nearest_neighbours` (see
-        `nearest_neighbours`; cosines after subtracting the mean over the
-        query and the candidates).
+        A list of dicts: `query` (the sentence with `[MASK]`) and `answer`
+        (the masked word, lowercased).
     """
-    model = tf.saved_model.load(path)
-    return {"fill_mask": fill_mask(model, fill_mask_queries),
-            "nearest_neighbours": nearest_neighbours(
-                model, neighbour_query, candidates)}
+    rng = random.Random(seed)
+    queries = []
+    for document in data.read_documents(eval_file):
+        for sentence in document:
+            if len(sentence.split()) > MAX_QUERY_WORDS:
+                continue
+            spans = _candidates(sentence, sp_model)
+            if not spans:
+                continue
+            start, end = spans[rng.randrange(len(spans))]
+            queries.append({
+                "query": sentence[:start] + "[MASK]" + sentence[end:],
+                "answer": sentence[start:end].lower()})
+            if len(queries) == count:
+                return queries
+    return queries
+
+
+def frequent_content_words(train_file, sp_model, top_k=TOP_K):
+    """The `top_k` most frequent maskable words of the pretraining text."""
+    counts = collections.Counter()
+    seen = {}
+    for document in data.read_documents(train_file):
+        for sentence in document:
+            for match in _WORD.finditer(sentence):
+                word = match.group().lower()
+                if word not in seen:
+                    seen[word] = (word not in FUNCTION_WORDS and
+                                  sp_model.encode(word, out_type=str) ==
+                                  ["\u2581" + word])
+                if seen[word]:
+                    counts[word] += 1
+    return [word for word, _ in counts.most_common(top_k)]
+
+
+def fill_mask(model, queries, baseline_words):
+    """Asks `model`'s `fill_mask` signature; scores it and the baseline.
+
+    Args:
+        model: the loaded text-in SavedModel.
+        queries: what `fill_mask_queries` returned.
+        baseline_words: what `frequent_content_words` returned.
+
+    Returns:
+        A dict: `queries` (each query with its `predictions`, a list of
+        `[piece, probability]`, and `rank`, the answer's place among them
+        or None), `top1_accuracy`, `top5_accuracy`, `baseline_words`,
+        `baseline_top1_accuracy`, `baseline_top5_accuracy`.
+    """
+    answered = []
+    if queries:
+        out = model.signatures["fill_mask"](
+            text=tf.constant([q["query"] for q in queries]))
+        pieces = out["top_k_pieces"].numpy()[:, 0]
+        probabilities = out["top_k_probabilities"].numpy()[:, 0]
+        for i, q in enumerate(queries):
+            predictions = [[p.decode("utf-8"), round(float(prob), 4)]
+                           for p, prob in zip(pieces[i], probabilities[i])]
+            ranks = [k for k, (piece, _) in enumerate(predictions)
+                     if piece == "\u2581" + q["answer"]]
+            answered.append(dict(q, predictions=predictions,
+                                 rank=ranks[0] if ranks else None))
+    n = max(1, len(answered))
+
+    def accuracy(hits):
+        return round(sum(hits) / n, 4)
+
+    return {
+        "queries": answered,
+        "top1_accuracy": accuracy(q["rank"] == 0 for q in answered),
+        "top5_accuracy": accuracy(q["rank"] is not None for q in answered),
+        "baseline_words": list(baseline_words),
+        "baseline_top1_accuracy": accuracy(
+            bool(baseline_words) and q["answer"] == baseline_words[0]
+            for q in answered),
+        "baseline_top5_accuracy": accuracy(
+            q["answer"] in baseline_words for q in answered),
+    }
+
+
+def classify(model, pairs, labels=None):
+    """Classifies text pairs through a classifier SavedModel's
+    `serving_default`.
+
+    Args:
+        model: the loaded classifier SavedModel.
+        pairs: `(first, second)` strings.
+        labels: the true label ids, to score (or None).
+
+    Returns:
+        A dict: `predictions` (per pair: `label`, `probability` of it,
+        `probabilities`) and, with `labels`, `accuracy`.
+    """
+    out = model.signatures["serving_default"](
+        text=tf.constant([a for a, _ in pairs]),
+        text_b=tf.constant([b for _, b in pairs]))
+    probabilities = out["probabilities"].numpy()
+    label_ids = out["label_id"].numpy()
+    names = [n.decode("utf-8") for n in out["label"].numpy()]
+    result = {"predictions": [
+        {"label": name, "label_id": int(i),
+         "probability": round(float(p[i]), 4),
+         "probabilities": [round(float(x), 4) for x in p]}
+        for name, i, p in zip(names, label_ids, probabilities)]}
+    if labels is not None:
+        result["accuracy"] = round(float(np.mean(label_ids == labels)), 4)
+    return result

@@ -13,31 +13,55 @@ import os
 from tools import plot
 
 from albert_tf.quickstart import stages
+from albert_tf.training import hardware
 
 REPORT_JSON = "report.json"
 REPORT_TXT = "report.txt"
 CURVES_PNG = "training_curves.png"
 SOP_CHANCE = 0.5  # Two classes, balanced by construction.
+# A last checkpoint this close to the best held-out accuracy "holds": the
+# standard error of an accuracy over 2,000+ instances is about 1 point.
+HOLD_TOLERANCE = 0.005
+SHOWN_QUERIES = 5
 
 
-def results(trained, baseline, eval_batch_size):
-    """The best checkpoint's held-out accuracies next to their baselines.
+def results(trained, baseline, eval_instances):
+    """The held-out accuracies of every checkpoint, next to their baselines.
 
     Args:
         trained: what `stages.pretrain` returned.
         baseline: the `baseline` of what `stages.build_records` returned.
-        eval_batch_size: the evaluation batch.
+        eval_instances: held-out instances (each checkpoint sees them all).
+
+    Returns:
+        A dict: the best and the last checkpoint's accuracies, `curve` (one
+        entry per evaluated checkpoint), the baselines and
+        `last_is_not_worse`: whether the last checkpoint's held-out
+        masked-LM and SOP accuracies are within `HOLD_TOLERANCE` of the
+        best seen, i.e. training still generalizes at its end.
     """
-    best = trained["best_eval"]
+    best, last = trained["best_eval"], trained["last_eval"]
+    curve = [{"step": int(r["global_step"]),
+              "masked_lm_accuracy": r["masked_lm_accuracy"],
+              "sentence_order_accuracy": r["sentence_order_accuracy"]}
+             for r in trained.get("eval_curve", [])]
+    peaks = {key: max([c[key] for c in curve] or [last[key]])
+             for key in ("masked_lm_accuracy", "sentence_order_accuracy")}
     return {
         "checkpoint": best["checkpoint"],
         "masked_lm_accuracy": best["masked_lm_accuracy"],
+        "sentence_order_accuracy": best["sentence_order_accuracy"],
+        "last_checkpoint": last["checkpoint"],
+        "last_masked_lm_accuracy": last["masked_lm_accuracy"],
+        "last_sentence_order_accuracy": last["sentence_order_accuracy"],
+        "last_is_not_worse": all(last[key] >= peak - HOLD_TOLERANCE
+                                 for key, peak in peaks.items()),
+        "curve": curve,
         "masked_lm_baseline": baseline["masked_lm_accuracy"],
         "masked_lm_baseline_piece": baseline["piece"],
-        "sentence_order_accuracy": best["sentence_order_accuracy"],
         "sentence_order_baseline": SOP_CHANCE,
-        "evaluated_on": "held-out documents (%d eval batches of %d)" % (
-            best["eval_batches"], eval_batch_size),
+        "evaluated_on": "%d held-out instances (documents never trained "
+                        "on), at every checkpoint" % eval_instances,
     }
 
 
@@ -85,18 +109,19 @@ def training_curves(pretrain_dir, png_path, baselines=None):
 
 
 def summarize(report):
-    """Stage 7: adds the results, the curves and the pointers to the files
-    to `report` (which holds the sections of stages 1 to 6)."""
+    """Stage 8: adds the results, the curves, the machine and the pointers
+    to the files to `report` (which holds the sections of stages 1 to 7)."""
     output_dir = report["output_dir"]
     trained, baseline = report["pretrain"], report["records"]["baseline"]
-    report["results"] = results(trained, baseline, stages.eval_batch_size(
-        report["records"]["eval"]["instances"]))
+    report["results"] = results(trained, baseline,
+                                report["records"]["eval"]["instances"])
     report["plot"] = os.path.join(output_dir, CURVES_PNG)
     report["plot_points"] = training_curves(trained["output_dir"],
                                             report["plot"], {
         "masked_lm_accuracy": ("most frequent token",
                                baseline["masked_lm_accuracy"]),
         "sentence_order_accuracy": ("chance", SOP_CHANCE)})
+    report["machine"] = hardware.describe()
     report["tensorboard"] = ("pip install tensorboard && tensorboard "
                              "--logdir %s" % trained["output_dir"])
     report["report_files"] = [os.path.join(output_dir, REPORT_TXT),
@@ -112,15 +137,21 @@ def write_report(report):
         f.write(format_report(report))
 
 
+def _pct(value):
+    return "%.1f%%" % (100 * value)
+
+
 def _summary_lines(report):
     c, v, r = report["corpus"], report["vocab"], report["records"]
-    p, res = report["pretrain"], report["results"]
+    p = report["pretrain"]
     return [
-        "corpus      %d documents, %d sentences, %s characters (%d train / %d "
-        "held-out documents) from %s" % (
+        "corpus      %d documents, %d sentences, %s characters (%d "
+        "pretraining / %d held-out documents) from %s" % (
             c["documents"], c["sentences"], format(c["characters"], ","),
-            c.get("train_documents", 0), c.get("eval_documents", 0),
-            c["source"]),
+            c["train_documents"], c["eval_documents"], c["source"]),
+        "downstream  %d documents never pretrained on; task: %d train / %d "
+        "dev pairs" % (c["downstream_documents"], c["task"]["train"],
+                       c["task"]["dev"]),
         "vocabulary  %d SentencePiece pieces -> %s" % (v["pieces"],
                                                        v["model_file"]),
         "instances   %d train, %d held-out -> %s" % (
@@ -135,15 +166,86 @@ def _summary_lines(report):
             p["seconds_this_run"],
             "; stopped by --train_seconds, run again to continue"
             if p["stopped_by_time_budget"] else ""),
-        "",
-        "evaluation  %s, best checkpoint %s:" % (res["evaluated_on"],
-                                                  res["checkpoint"]),
-        "  masked-LM accuracy  %.1f%%  (baseline: always %r, %.1f%%)" % (
-            100 * res["masked_lm_accuracy"], res["masked_lm_baseline_piece"],
-            100 * res["masked_lm_baseline"]),
-        "  SOP accuracy        %.1f%%  (chance: 50.0%%)" % (
-            100 * res["sentence_order_accuracy"]),
     ]
+
+
+def _pretraining_lines(res):
+    lines = ["pretraining, evaluated on %s:" % res["evaluated_on"],
+             "  %-12s %-20s %s" % ("checkpoint", "masked-LM accuracy",
+                                   "SOP accuracy")]
+    for point in res["curve"]:
+        lines.append("  %-12s %-20s %s" % (
+            "step %d" % point["step"], _pct(point["masked_lm_accuracy"]),
+            _pct(point["sentence_order_accuracy"])))
+    lines.append("  %-12s %-20s %s" % (
+        "baseline", "%s (always %r)" % (_pct(res["masked_lm_baseline"]),
+                                        res["masked_lm_baseline_piece"]),
+        "50.0% (chance)"))
+    lines.append(
+        "  the last checkpoint (%s) %s; the best is %s" % (
+            res["last_checkpoint"],
+            "holds the best held-out accuracies (within %.1f points)" % (
+                100 * HOLD_TOLERANCE) if res["last_is_not_worse"] else
+            "is below the best held-out accuracies: training overfits",
+            res["checkpoint"]))
+    return lines
+
+
+def _finetune_lines(report):
+    f = report["finetune"]
+    runs = f["runs"]
+    lines = [
+        "fine-tuning: sentence order of held-out documents (%d train / %d dev "
+        "pairs, %d steps a run), through the exported encoder loaded as a "
+        "Keras layer (%s), against the same model from random "
+        "initialization:" % (f["task"]["train"], f["task"]["dev"],
+                             f["settings"]["num_train_steps"],
+                             f["encoders"]["pretrained"]),
+        "  %-6s %-12s %s" % ("seed", "pretrained", "random init")]
+    for pre, rnd in zip(runs["pretrained"], runs["random_init"]):
+        lines.append("  %-6d %-12s %s" % (pre["seed"],
+                                          _pct(pre["dev_accuracy"]),
+                                          _pct(rnd["dev_accuracy"])))
+    lines.append("  %-6s %-12s %s   margin %+.1f points (smallest over seeds "
+                 "%+.1f)" % ("mean", _pct(f["mean"]["pretrained"]),
+                             _pct(f["mean"]["random_init"]),
+                             100 * (f["mean"]["pretrained"] -
+                                    f["mean"]["random_init"]),
+                             100 * f["min_margin"]))
+    return lines
+
+
+def _short(text, width=60):
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _query_lines(queries):
+    c, fm = queries["classifier"], queries["fill_mask"]
+    lines = ["served classifier (raw text in, %s): dev accuracy %s over %d "
+             "pairs" % (c["model"], _pct(c["accuracy"]), c["dev_pairs"])]
+    for e in c["examples"]:
+        lines.append("  true %-9s -> %-9s %.3f  %r | %r" % (
+            e["true_label"], e["label"], e["probability"],
+            _short(e["first"], 40), _short(e["second"], 40)))
+    lines += [
+        "",
+        "fill_mask (%s) on %d held-out sentences, one content word masked "
+        "in each (rule: albert_tf/quickstart/queries.py):" % (
+            queries["model"], len(fm["queries"])),
+        "  top-1 %s, top-5 %s; baseline (always %s): top-1 %s, top-5 %s" % (
+            _pct(fm["top1_accuracy"]), _pct(fm["top5_accuracy"]),
+            "/".join(fm["baseline_words"]),
+            _pct(fm["baseline_top1_accuracy"]),
+            _pct(fm["baseline_top5_accuracy"])),
+        "  the first %d queries:" % min(SHOWN_QUERIES, len(fm["queries"]))]
+    for q in fm["queries"][:SHOWN_QUERIES]:
+        lines.append("  %r  (answer %r, %s)" % (
+            _short(q["query"], 70), q["answer"],
+            "rank %d" % (q["rank"] + 1) if q["rank"] is not None
+            else "not in the top 5"))
+        lines.append("      " + ", ".join(
+            "%s %.3f" % (piece, prob) for piece, prob in q["predictions"]))
+    return lines
 
 
 def _file_lines(report):
@@ -158,34 +260,24 @@ def _file_lines(report):
     ]
     for key in ("serving", "encoder", "preprocessor"):
         lines.append("    %-12s  %s" % (key, e["paths"][key]))
-    lines += ["  report        %s" % ", ".join(report["report_files"]),
+    lines += ["    %-12s  %s" % ("classifier", report["finetune"]["classifier"]),
+              "  report        %s" % ", ".join(report["report_files"]),
               "  curves        %s" % report["plot"]]
-    return lines
-
-
-def _query_lines(queries):
-    lines = ["queries (through %s)" % queries["model"]]
-    for q in queries["fill_mask"]:
-        lines.append("  fill_mask %r" % q["query"])
-        lines.append("      " + ", ".join(
-            "%s %.3f" % (piece, prob) for piece, prob in q["predictions"]))
-    nn = queries["nearest_neighbours"]
-    lines.append("  nearest neighbours of %r (centered pooled_output "
-                 "cosine):" % nn["query"])
-    for text, sim in nn["ranking"]:
-        lines.append("      %+.3f  %s" % (sim, text))
     return lines
 
 
 def format_report(report):
     """The human-readable report (`report.txt`)."""
     lines = (["ALBERT quickstart report (%s)" % report["output_dir"], ""] +
-             _summary_lines(report) + [""] + _file_lines(report) + [""] +
-             _query_lines(report["queries"]))
+             _summary_lines(report) + [""] +
+             _pretraining_lines(report["results"]) + [""] +
+             _finetune_lines(report) + [""] +
+             _query_lines(report["queries"]) + [""] + _file_lines(report))
     lines += [
         "",
         "TensorBoard: %s" % report["tensorboard"],
         "",
+        "machine: %s" % report.get("machine", "?"),
         "stages: " + ", ".join(
             "%s %.0fs%s" % (name, t["seconds"], " (skipped)" if t["skipped"]
                             else "")

@@ -15,7 +15,7 @@ from data_prep import pipeline
 from albert_tf.quickstart import stages
 
 
-def current_corpus(data_dir, input_file=None, max_corpus_chars=2_000_000):
+def current_corpus(data_dir, input_file=None, max_corpus_chars=3_000_000):
     """The corpus of `data_dir` if it was written with these settings."""
     corpus = stages.read_json(os.path.join(data_dir, stages.CORPUS_JSON))
     settings = stages.corpus_settings(input_file, max_corpus_chars)
@@ -24,7 +24,7 @@ def current_corpus(data_dir, input_file=None, max_corpus_chars=2_000_000):
     return None
 
 
-def current_vocabulary(corpus, data_dir, vocab_size=2000):
+def current_vocabulary(corpus, data_dir, vocab_size=4000):
     """The vocabulary of `data_dir` if it was trained on `corpus` with
     `vocab_size` requested."""
     info = stages.read_json(os.path.join(data_dir, stages.VOCAB_JSON))
@@ -52,14 +52,15 @@ def _current_split(path, source, vocabulary, settings):
 
 
 def current_records(corpus, vocabulary, data_dir, max_seq_length=64,
-                    max_predictions_per_seq=None, dupe_factor=5):
+                    max_predictions_per_seq=None, dupe_factor=10):
     """The records (both splits) and baseline of `data_dir` if they are
     newer than the corpus and the vocabulary and were built with these
     settings (see `stages.build_records`)."""
     max_predictions_per_seq = (max_predictions_per_seq or
                                stages.default_max_predictions(max_seq_length))
     records = {}
-    for split, dupes in (("train", dupe_factor), ("eval", 1)):
+    splits = (("train", dupe_factor), ("eval", stages.EVAL_DUPE_FACTOR))
+    for split, dupes in splits:
         path = stages.record_path(data_dir, split)
         stats = _current_split(
             path, corpus[split + "_file"], vocabulary,
@@ -90,3 +91,19 @@ def current_export(trained, output_dir):
             not all(os.path.isdir(p) for p in folders)):
         return None
     return dict(exported, reused=True)
+
+
+def current_finetune(exported, output_dir, seeds=stages.FINETUNE_SEEDS,
+                     num_train_steps=stages.FINETUNE_STEPS):
+    """The fine-tuning results recorded in `output_dir` if they were made
+    from the current export of the encoder (`exported`, what
+    `stages.export_model` returned) with these settings, and the classifier
+    they exported exists."""
+    finetuned = stages.read_json(os.path.join(
+        output_dir, "finetune", stages.FINETUNE_JSON))
+    settings = {"seeds": list(seeds), "num_train_steps": num_train_steps}
+    if (not finetuned or finetuned.get("settings") != settings or
+            finetuned.get("encoder_version") != exported["version"] or
+            not os.path.isdir(finetuned["classifier"])):
+        return None
+    return dict(finetuned, reused=True)

@@ -23,17 +23,22 @@ import json
 import os
 import time
 
+import keras
+import numpy as np
 import tensorflow as tf
+from absl import logging
 
-from data_prep import builtin_corpus
 from data_prep import instances
 from data_prep import pipeline
 from data_prep import vocab
 from export import exporter
+from export import saved_models
+from export import tasks
 
 from albert_tf.config import AlbertConfig
 from albert_tf.models.encoder import AlbertEncoder
 from albert_tf.quickstart import data
+from albert_tf.quickstart import downstream
 from albert_tf.quickstart import queries
 from albert_tf.training import pretraining
 
@@ -43,6 +48,15 @@ VOCAB_JSON = "vocab.json"
 BASELINE_JSON = "baseline.json"
 EXPORT_JSON = "export.json"  # Under output_dir.
 DATA_JSON = "quickstart_data.json"  # Under pretrain/.
+FINETUNE_JSON = "finetune.json"  # Under finetune/.
+CLASSIFIER_NAME = "albert_sentence_order"  # The fine-tuned export's folder.
+# Fine-tuning runs of each initialization (one per seed), and their steps.
+FINETUNE_SEEDS = (0, 1, 2)
+FINETUNE_STEPS = 200
+NUM_CLASSIFIER_EXAMPLES = 4
+# Maskings of each held-out document: two give over 2,000 held-out
+# instances from the built-in corpus, enough for a stable accuracy.
+EVAL_DUPE_FACTOR = 2
 
 
 def write_json(path, value):
@@ -62,42 +76,64 @@ def read_json(path):
         return json.load(f)
 
 
-def corpus_settings(input_file=None, max_corpus_chars=2_000_000):
+def corpus_settings(input_file=None, max_corpus_chars=3_000_000):
     """What the corpus depends on (a change means a new corpus)."""
     return {"input_file": input_file and os.path.abspath(input_file),
             "max_corpus_chars": max_corpus_chars,
-            "eval_every": data.EVAL_EVERY}
+            "eval_every": data.EVAL_EVERY,
+            "downstream": (data.DOWNSTREAM_EVERY if input_file else
+                           list(data.DOWNSTREAM_PACKAGES)),
+            "task": [downstream.NUM_TRAIN, downstream.NUM_DEV]}
 
 
-def write_corpus(data_dir, input_file=None, max_corpus_chars=2_000_000):
-    """Stage 1: the corpus, split into training and held-out documents.
+def write_corpus(data_dir, input_file=None, max_corpus_chars=3_000_000):
+    """Stage 1: the corpus, split into pretraining, held-out and downstream
+    documents, and the downstream task built from the last.
 
     Args:
-        data_dir: where `train.txt`, `eval.txt` and `corpus.json` go.
+        data_dir: where `train.txt`, `eval.txt`, `downstream.txt`, `task/`
+            and `corpus.json` go.
         input_file: a corpus (one sentence a line, a blank line between
-            documents); default: the standard library's docstrings, written
-            to `builtin_corpus.txt`.
-        max_corpus_chars: cap on the built-in corpus.
+            documents); default: the built-in corpus (docstrings of the
+            standard library and of the installed packages).
+        max_corpus_chars: cap on the pretraining and held-out text.
 
     Returns:
         The counts of `data.split_corpus`, plus `settings`, `source`,
-        `train_file` and `eval_file`.
+        `train_file`, `eval_file`, `downstream_file` and `task` (what
+        `downstream.write_task` returned).
+
+    Raises:
+        ValueError: too few documents for the downstream task.
     """
-    source = input_file
-    if source is None:
-        source = os.path.join(data_dir, "builtin_corpus.txt")
-        builtin_corpus.write_corpus(source, max_chars=max_corpus_chars)
-    train_file = os.path.join(data_dir, "train.txt")
-    eval_file = os.path.join(data_dir, "eval.txt")
-    corpus = data.split_corpus(source, train_file, eval_file)
+    files = {name: os.path.join(data_dir, name + ".txt")
+             for name in ("train", "eval", "downstream")}
+    if input_file is None:
+        source = ("built-in: docstrings of the standard library and the "
+                  "installed packages; downstream: the standard library's %s"
+                  % ", ".join(data.DOWNSTREAM_PACKAGES))
+        held_out = data.builtin_downstream_documents()
+        corpus = data.split_corpus(
+            data.builtin_documents(exclude=held_out), files["train"],
+            files["eval"], files["downstream"], max_chars=max_corpus_chars,
+            downstream_documents=held_out)
+    else:
+        source = os.path.abspath(input_file)
+        corpus = data.split_corpus(
+            data.read_documents(input_file), files["train"], files["eval"],
+            files["downstream"], downstream_every=data.DOWNSTREAM_EVERY,
+            max_chars=max_corpus_chars)
+    task = downstream.write_task(files["downstream"],
+                                 os.path.join(data_dir, "task"))
     corpus.update(settings=corpus_settings(input_file, max_corpus_chars),
-                  source=os.path.abspath(source), train_file=train_file,
-                  eval_file=eval_file)
+                  source=source, train_file=files["train"],
+                  eval_file=files["eval"], downstream_file=files["downstream"],
+                  task=task)
     write_json(os.path.join(data_dir, CORPUS_JSON), corpus)
     return corpus
 
 
-def build_vocabulary(corpus, data_dir, vocab_size=2000, num_threads=2):
+def build_vocabulary(corpus, data_dir, vocab_size=4000, num_threads=2):
     """Stage 2: a SentencePiece model trained on the training documents.
 
     Args:
@@ -132,7 +168,7 @@ def record_path(data_dir, split):
 
 
 def build_records(corpus, vocabulary, data_dir, max_seq_length=64,
-                  max_predictions_per_seq=None, dupe_factor=5):
+                  max_predictions_per_seq=None, dupe_factor=10):
     """Stage 3: pretraining TFRecords of both splits, and the baseline.
 
     Args:
@@ -144,7 +180,7 @@ def build_records(corpus, vocabulary, data_dir, max_seq_length=64,
         max_predictions_per_seq: masked tokens a record; default
             `default_max_predictions(max_seq_length)`.
         dupe_factor: maskings of each training document (held-out documents
-            are masked once).
+            are masked `EVAL_DUPE_FACTOR` times).
 
     Returns:
         A dict: `train` and `eval` (each `path`, `stats`, `instances`) and
@@ -157,7 +193,7 @@ def build_records(corpus, vocabulary, data_dir, max_seq_length=64,
         max_seq_length=max_seq_length,
         max_predictions_per_seq=max_predictions_per_seq)
     records = {}
-    for split, dupes in (("train", dupe_factor), ("eval", 1)):
+    for split, dupes in (("train", dupe_factor), ("eval", EVAL_DUPE_FACTOR)):
         path = record_path(data_dir, split)
         stats = pipeline.create_pretraining_data(
             corpus[split + "_file"], path, vocabulary["model_file"],
@@ -195,10 +231,10 @@ def eval_batch_size(instances_count):
 
 
 def pretraining_options(records, config, pretrain_dir, max_seq_length=64,
-                        max_predictions_per_seq=None, num_train_steps=8000,
-                        train_seconds=480, train_batch_size=32,
+                        max_predictions_per_seq=None, num_train_steps=7000,
+                        train_seconds=400, train_batch_size=32,
                         learning_rate=5e-3, save_checkpoints_steps=None,
-                        max_eval_steps=20):
+                        max_eval_steps=None):
     """The `PretrainingOptions` of the quickstart (LAMB, evaluation of every
     checkpoint on the held-out records).
 
@@ -212,15 +248,19 @@ def pretraining_options(records, config, pretrain_dir, max_seq_length=64,
         train_seconds: time budget of this run (0 or None: none).
         train_batch_size: the batch.
         learning_rate: peak LAMB learning rate.
-        save_checkpoints_steps: default: 4 checkpoints over the run.
-        max_eval_steps: evaluation batches per checkpoint.
+        save_checkpoints_steps: default: 7 checkpoints over the run.
+        max_eval_steps: evaluation batches per checkpoint; default: every
+            held-out instance (the full batches).
     """
     if save_checkpoints_steps is None:
-        save_checkpoints_steps = max(1, -(-num_train_steps // 4))
+        save_checkpoints_steps = max(1, -(-num_train_steps // 7))
+    batch = eval_batch_size(records["eval"]["instances"])
+    if max_eval_steps is None:
+        max_eval_steps = max(1, records["eval"]["instances"] // batch)
     return pretraining.PretrainingOptions(
         input_file=records["train"]["path"], output_dir=pretrain_dir,
         config=config, train_batch_size=train_batch_size,
-        eval_batch_size=eval_batch_size(records["eval"]["instances"]),
+        eval_batch_size=batch,
         max_seq_length=max_seq_length,
         max_predictions_per_seq=(max_predictions_per_seq or
                                  default_max_predictions(max_seq_length)),
@@ -293,6 +333,9 @@ def pretrain(records, vocabulary, pretrain_dir, max_seq_length=64, **kwargs):
     eval_results = result["eval_results"]
     best = pretraining.read_eval_results(os.path.join(
         pretrain_dir, pretraining.BEST_DIR, pretraining.EVAL_RESULTS))
+    # Every checkpoint evaluated, over all runs of this folder.
+    curve = pretraining.read_eval_results(os.path.join(
+        pretrain_dir, pretraining.EVAL_RESULTS))
     return {
         "output_dir": pretrain_dir,
         "preset": "tiny widened (E %d, H %d, %d layers, %d hidden group(s))" % (
@@ -307,6 +350,7 @@ def pretrain(records, vocabulary, pretrain_dir, max_seq_length=64, **kwargs):
         "train_batch_size": options.train_batch_size,
         "checkpoints": [r["checkpoint"] for r in eval_results],
         "last_eval": eval_results[-1],
+        "eval_curve": curve,
         "best_eval": best[0] if best else eval_results[-1],
         "best_dir": os.path.join(pretrain_dir, pretraining.BEST_DIR),
         "eval_results": os.path.join(pretrain_dir, pretraining.EVAL_RESULTS),
@@ -341,11 +385,115 @@ def export_model(trained, vocabulary, output_dir, max_seq_length=64):
     return dict(exported, reused=False)
 
 
-def query(serving_path):
-    """Stage 6: a fill-mask and a nearest-neighbour query through the
-    exported text-in SavedModel (see `queries.query_saved_model`).
+def _export_random_encoder(config, path, seed=0):
+    """An untrained encoder (seeded initialization), exported by the same
+    builder as the pretrained encoder SavedModel."""
+    keras.utils.set_random_seed(seed)
+    encoder = AlbertEncoder(config)
+    root, signatures = saved_models.build_encoder_model(encoder)
+    tmp = path + ".tmp"
+    if tf.io.gfile.exists(tmp):
+        tf.io.gfile.rmtree(tmp)
+    tf.saved_model.save(root, tmp, signatures=signatures)
+    if tf.io.gfile.exists(path):
+        tf.io.gfile.rmtree(path)
+    tf.io.gfile.rename(tmp, path)
+    return path
+
+
+def finetune(exported, corpus, vocabulary, output_dir, max_seq_length=64,
+             seeds=FINETUNE_SEEDS, num_train_steps=FINETUNE_STEPS):
+    """Stage 6: fine-tunes the exported encoder, loaded as a Keras layer, on
+    the downstream task; and, as the control, the same model from random
+    initialization with the same steps and seeds; then exports the first
+    seed's pretrained classifier as a text-in SavedModel.
+
+    Args:
+        exported: what `export_model` returned.
+        corpus: what `write_corpus` returned (its `task`).
+        vocabulary: what `build_vocabulary` returned.
+        output_dir: the quickstart's folder (`finetune/`, `export/`).
+        max_seq_length: T of the packed pairs.
+        seeds: one fine-tuning run of each initialization per seed.
+        num_train_steps: steps of each run.
 
     Returns:
-        The answers, and `model`: `serving_path`.
+        A dict: `runs` (`pretrained` and `random_init`, a list of results
+        per seed), `mean` and `min_margin` of the dev accuracies, the task's
+        sizes, the `encoders` used, and `classifier` (the exported
+        SavedModel folder).
     """
-    return dict(queries.query_saved_model(serving_path), model=serving_path)
+    finetune_dir = os.path.join(output_dir, "finetune")
+    os.makedirs(finetune_dir, exist_ok=True)
+    task = downstream.load_task(corpus["task"]["task_dir"])
+    config = model_config(vocabulary["pieces"], max_seq_length)
+    encoders = {"pretrained": exported["paths"]["encoder"],
+                "random_init": _export_random_encoder(
+                    config, os.path.join(finetune_dir, "random_init_encoder"))}
+    runs = {name: [] for name in encoders}
+    keep = None
+    for seed in seeds:
+        for name, encoder in encoders.items():
+            result = downstream.finetune(
+                encoder, vocabulary["model_file"], task, seed=seed,
+                num_train_steps=num_train_steps,
+                max_seq_length=max_seq_length)
+            model = result.pop("model")
+            if keep is None and name == "pretrained":
+                keep = model
+            runs[name].append(dict(result, seed=seed))
+            logging.info("Fine-tuned %s encoder, seed %d: dev accuracy %.4f",
+                         name, seed, result["dev_accuracy"])
+    classifier = tasks.export_classifier(
+        keep, vocabulary["model_file"], os.path.join(output_dir, "export"),
+        labels=list(downstream.LABELS), max_seq_length=max_seq_length,
+        model_name=CLASSIFIER_NAME)
+    accuracies = {name: [r["dev_accuracy"] for r in results]
+                  for name, results in runs.items()}
+    finetuned = {
+        "runs": runs,
+        "mean": {name: round(float(np.mean(a)), 4)
+                 for name, a in accuracies.items()},
+        "min_margin": round(float(min(
+            p - r for p, r in zip(accuracies["pretrained"],
+                                  accuracies["random_init"]))), 4),
+        "task": {key: corpus["task"][key] for key in ("train", "dev")},
+        "labels": list(downstream.LABELS),
+        "encoders": encoders,
+        "encoder_version": exported["version"],
+        "classifier": classifier,
+        "settings": {"seeds": list(seeds), "num_train_steps": num_train_steps},
+    }
+    write_json(os.path.join(finetune_dir, FINETUNE_JSON), finetuned)
+    return dict(finetuned, reused=False)
+
+
+def query(serving_path, classifier_path, corpus, vocabulary,
+          num_examples=NUM_CLASSIFIER_EXAMPLES):
+    """Stage 7: questions through the exported SavedModels: fill-mask on
+    held-out sentences (`queries.fill_mask_queries`), and the fine-tuned
+    classifier on the downstream task's dev pairs (its accuracy through the
+    SavedModel, and the first `num_examples` answers).
+
+    Returns:
+        A dict: `fill_mask` (see `queries.fill_mask`), `classifier` (its
+        `accuracy` and `examples`), and the two SavedModel folders.
+    """
+    sp_model = vocab.load_model(vocabulary["model_file"])
+    model = tf.saved_model.load(serving_path)
+    fill = queries.fill_mask(
+        model, queries.fill_mask_queries(corpus["eval_file"], sp_model),
+        queries.frequent_content_words(corpus["train_file"], sp_model))
+    task = downstream.load_task(corpus["task"]["task_dir"])
+    classified = queries.classify(tf.saved_model.load(classifier_path),
+                                  task.dev_pairs, task.dev_labels)
+    examples = [dict(first=first, second=second,
+                     true_label=downstream.LABELS[label], **answer)
+                for (first, second), label, answer in zip(
+                    task.dev_pairs[:num_examples], task.dev_labels,
+                    classified["predictions"])]
+    return {"fill_mask": fill, "model": serving_path,
+            "classifier": {"model": classifier_path,
+                           "accuracy": classified["accuracy"],
+                           "dev_pairs": len(task.dev_pairs),
+                           "examples": examples}}
