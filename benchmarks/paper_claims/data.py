@@ -1,49 +1,48 @@
 """The study's data: the quickstart's corpus, vocabulary and records, plus NSP.
 
-The corpus (split by documents), the SentencePiece model and the SOP
-training records come from the quickstart's stages
-(`albert_tf.quickstart.stages`). Next to them, from the same documents and
-with the same options and seed, `data_prep.pipeline.create_pretraining_data`
-writes the NSP training records (`random_next_sentence`) and the held-out
-records of both tasks, each held-out document masked `EVAL_DUPES` times so
-that the held-out accuracies rest on a few thousand pairs rather than a few
-hundred.
+The corpus (split into pretraining, held-out and downstream documents, and
+the downstream task), the SentencePiece model and the SOP records come from
+the quickstart's stages (`albert_tf.quickstart.stages`), with its defaults.
+Next to them, from the same documents and with the same options, maskings
+and seed, `data_prep.pipeline.create_pretraining_data` writes the NSP
+records (`random_next_sentence`) of both splits.
 """
 
+import dataclasses
+import json
 import os
 
 from data_prep import instances
 from data_prep import pipeline
-from data_prep import vocab
 
-from albert_tf import quickstart
 from albert_tf.quickstart import stages
 
-EVAL_DUPES = 8
 TASKS = ("sop", "nsp")
 
 
 def build_data(data_dir, input_file=None, max_corpus_chars=None,
-               vocab_size=2000, max_seq_length=64, dupe_factor=5):
+               max_seq_length=64):
     """Writes everything the pretraining runs read.
 
     Args:
         data_dir: the folder (created if missing).
         input_file: a corpus (one sentence a line, a blank line between
             documents); default: the quickstart's built-in corpus.
-        max_corpus_chars: cap on the built-in corpus (None: the quickstart's
-            default).
-        vocab_size: SentencePiece pieces (a soft limit).
+        max_corpus_chars: cap on the pretraining and held-out text (None:
+            the quickstart's default).
         max_seq_length: T of the records.
-        dupe_factor: maskings of each training document.
 
     Returns:
         A dict: `corpus` (the quickstart's counts), `vocabulary` (its
         `model_file` and `pieces`), `max_seq_length`,
         `max_predictions_per_seq`, `source` (the corpus, in words),
-        `eval_dupes`, `baseline` (`masked_lm_accuracy` and `piece` of
+        `train_dupes` and `eval_dupes` (maskings of each document),
+        `task_dir` and `task_examples` (the quickstart's downstream task,
+        see `albert_tf.quickstart.downstream`, and its `train` and `dev`
+        pair counts),
+        `baseline` (the quickstart's: `masked_lm_accuracy` and `piece` of
         always predicting the most frequent masked token of the held-out
-        SOP records), and per task (`sop`, `nsp`) a dict with the `train`
+        records), and per task (`sop`, `nsp`) a dict with the `train`
         and `eval` record files, their instance counts and `eval_chance`
         (the held-out accuracy of always answering the more frequent
         label: NSP records take segment B from another document for every
@@ -55,42 +54,49 @@ def build_data(data_dir, input_file=None, max_corpus_chars=None,
         "max_corpus_chars": max_corpus_chars}
     corpus = stages.write_corpus(data_dir, input_file=input_file,
                                  **corpus_args)
-    vocabulary = stages.build_vocabulary(corpus, data_dir,
-                                         vocab_size=vocab_size)
+    vocabulary = stages.build_vocabulary(corpus, data_dir)
     max_predictions = stages.default_max_predictions(max_seq_length)
     records = stages.build_records(
         corpus, vocabulary, data_dir, max_seq_length=max_seq_length,
-        max_predictions_per_seq=max_predictions, dupe_factor=dupe_factor)
+        max_predictions_per_seq=max_predictions)
     data = {"corpus": corpus, "vocabulary": vocabulary,
-            "source": (input_file or "the built-in corpus (the Python "
-                       "standard library's docstrings)"),
-            "eval_dupes": EVAL_DUPES, "max_seq_length": max_seq_length,
+            "source": input_file or corpus["source"],
+            "max_seq_length": max_seq_length,
             "max_predictions_per_seq": max_predictions,
-            "sop": {"train": records["train"]["path"],
-                    "train_instances": records["train"]["instances"]},
-            "nsp": {}}
-    for task in TASKS:
+            "task_dir": corpus["task"]["task_dir"],
+            "task_examples": {split: corpus["task"][split]
+                              for split in ("train", "dev")},
+            "sop": {}, "nsp": {}}
+    for split in ("train", "eval"):
+        # The SOP records' own settings, with NSP pairs.
+        settings = _stats(records[split]["stats"])["settings"]
         options = instances.InstanceOptions(
-            max_seq_length=max_seq_length,
-            max_predictions_per_seq=max_predictions,
-            random_next_sentence=task == "nsp")
-        splits = (("eval", EVAL_DUPES),) if task == "sop" else (
-            ("train", dupe_factor), ("eval", EVAL_DUPES))
-        for split, dupes in splits:
-            path = os.path.join(data_dir, "%s_%s.tfrecord" % (task, split))
-            stats = pipeline.create_pretraining_data(
-                corpus[split + "_file"], path, vocabulary["model_file"],
-                options=options, dupe_factor=dupes)
-            data[task][split] = path
+            **{field.name: settings[field.name]
+               for field in dataclasses.fields(instances.InstanceOptions)
+               if field.name != "random_next_sentence"},
+            random_next_sentence=True)
+        path = os.path.join(data_dir, "nsp_%s.tfrecord" % split)
+        pipeline.create_pretraining_data(
+            corpus[split + "_file"], path, vocabulary["model_file"],
+            options=options, dupe_factor=settings["dupe_factor"],
+            random_seed=settings["random_seed"],
+            do_lower_case=settings["do_lower_case"])
+        data[split + "_dupes"] = settings["dupe_factor"]
+        for task, record_file, stats_file in (
+                ("sop", records[split]["path"], records[split]["stats"]),
+                ("nsp", path, pipeline.stats_path(path))):
+            stats = _stats(stats_file)
+            data[task][split] = record_file
             data[task][split + "_instances"] = stats["instances"]
             if split == "eval":
                 positives = stats["sop_label_counts"].get("1", 0)
                 data[task]["eval_chance"] = max(
                     positives, stats["instances"] - positives) / max(
                         stats["instances"], 1)
-    accuracy, token, _ = quickstart.masked_token_baseline(
-        data["sop"]["eval"], max_predictions)
-    data["baseline"] = {
-        "masked_lm_accuracy": accuracy,
-        "piece": vocab.load_model(vocabulary["model_file"]).id_to_piece(token)}
+    data["baseline"] = records["baseline"]
     return data
+
+
+def _stats(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)

@@ -78,7 +78,7 @@ def run(output_dir="runs/paper_claims", report_dir=None, input_file=None,
     work = {
         "factorization": lambda: studies.study_factorization(runner, plan),
         "sharing": lambda: studies.study_sharing(runner, plan),
-        "sop_nsp": lambda: studies.study_sop_nsp(runner),
+        "sop_nsp": lambda: studies.study_sop_nsp(runner, plan),
         "parity": lambda: studies.study_parity(runner, plan, batch),
     }
     results = {}

@@ -15,8 +15,12 @@ import os
 import shutil
 import time
 
+import keras
+
 from albert_tf.models.encoder import AlbertEncoder
 from albert_tf.models.pretrainer import AlbertPretrainer
+from albert_tf.quickstart import downstream
+from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import pretraining
 from albert_tf.training.trainer import Trainer
 
@@ -212,3 +216,34 @@ def evaluate(base_config, recipe, data, summary, eval_task, checkpoint=None):
     trainer = Trainer(task, options)
     trainer.restore_weights(checkpoint or summary["checkpoints"][-1])
     return task.evaluate(trainer)
+
+
+def finetune(base_config, data, summary, seed, num_train_steps):
+    """Dev accuracy of the quickstart's downstream task, fine-tuned from a
+    run's last checkpoint (or, with `summary` None, from a random
+    initialization drawn with `seed`).
+
+    Args:
+        base_config, data: as for `run`.
+        summary: what `run` returned (an `albert_tf` model), or None.
+        seed: seeds the fine-tuning (and the random initialization).
+        num_train_steps: fine-tuning steps.
+
+    Returns:
+        What `downstream.finetune` returned, without its model.
+    """
+    keras.utils.set_random_seed(seed)
+    if summary is None:
+        encoder = AlbertEncoder(base_config)
+    else:
+        spec = RunSpec(**summary["spec"])
+        pretrainer = AlbertPretrainer(model_config(base_config, spec))
+        checkpoint_lib.restore_model(pretrainer, summary["checkpoints"][-1])
+        encoder = pretrainer.encoder
+    result = downstream.finetune(
+        encoder, data["vocabulary"]["model_file"],
+        downstream.load_task(data["task_dir"]), seed=seed,
+        num_train_steps=num_train_steps,
+        max_seq_length=data["max_seq_length"])
+    result.pop("model")
+    return result

@@ -80,6 +80,36 @@ def not_worse(difference, seed_spread, what):
     return AGREES, reason
 
 
+def better_mean(first, second, what):
+    """The claim "the first is better" from repeated runs of each (higher
+    is better): the difference of the means against Z standard errors of
+    that difference.
+
+    Args:
+        first, second: the metric of each run (e.g. one per seed).
+        what: the difference's description, for the reason.
+
+    Returns:
+        `(verdict, reason)`.
+    """
+    difference = statistics.fmean(first) - statistics.fmean(second)
+    if min(len(first), len(second)) < 2:
+        return CANT_TELL, ("%s: %s, and one seed gives no spread to judge it "
+                           "by" % (what, _percent(difference)))
+    error = math.sqrt(statistics.variance(first) / len(first)
+                      + statistics.variance(second) / len(second))
+    threshold = Z * error
+    reason = "%s: %s against a noise threshold of ±%.2f pt (%.0f standard " \
+             "errors over %d and %d seeds)" % (
+                 what, _percent(difference), 100 * threshold, Z, len(first),
+                 len(second))
+    if difference > threshold:
+        return AGREES, reason
+    if difference < -threshold:
+        return DISAGREES, reason
+    return CANT_TELL, reason + " (within seed noise)"
+
+
 def chance_band(examples, chance=0.5):
     """Half-width of the band around `chance` that a model guessing at that
     rate stays in (Z binomial standard deviations over `examples` held-out
