@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertConfig, AlbertPretrainer
+from benchmarks.paper_claims import job
 from benchmarks.paper_claims import peer
 from benchmarks.paper_claims import runs
 from benchmarks.paper_claims import verdicts
@@ -87,6 +88,63 @@ def test_parity_tolerance_is_the_t_test_bound():
     assert verdicts.parity(ours, [6.0, 6.1, 6.2])["verdict"] == \
         verdicts.DISAGREES
     assert verdicts.parity([5.0], [5.1])["verdict"] == verdicts.CANT_TELL
+
+
+def _measured(accuracy, loss=5.0, parameters=1000):
+    return {"masked_lm_accuracy": accuracy, "sentence_order_accuracy": 0.7,
+            "masked_lm_loss": loss, "parameters": parameters}
+
+
+def test_claims_follow_from_the_numbers():
+    # Seed spread of MLM accuracy 0.2 pt: pair threshold 0.57 pt.
+    parity_runs = {
+        "albert_tf": [dict(_measured(a, l), seed=i) for i, (a, l) in
+                      enumerate([(0.150, 5.00), (0.152, 5.02), (0.148, 4.98)])],
+        "keras_hub": [dict(_measured(a, l), seed=i) for i, (a, l) in
+                      enumerate([(0.149, 5.01), (0.151, 5.03), (0.147, 4.99)])]}
+    factorization = [
+        dict(_measured(a, parameters=p), share=share, embedding_size=e)
+        for share, e, a, p in [("all", 16, 0.140, 100), ("all", 64, 0.150, 200),
+                               ("all", 128, 0.149, 300),
+                               ("none", 16, 0.150, 400),
+                               ("none", 64, 0.155, 500),
+                               ("none", 128, 0.160, 600)]]
+    sharing = [dict(_measured(a, parameters=p), share=share)
+               for share, a, p in [("all", 0.150, 200), ("attention", 0.158, 350),
+                                   ("ffn", 0.151, 300), ("none", 0.160, 500)]]
+    sop_nsp = {
+        "rows": [
+            {"pretrained_on": "nsp", "accuracy": {"nsp": 0.80, "sop": 0.51},
+             "downstream": [0.60, 0.61, 0.62]},
+            {"pretrained_on": "sop", "accuracy": {"nsp": 0.70, "sop": 0.75},
+             "downstream": [0.66, 0.67, 0.68]},
+            {"pretrained_on": None, "downstream": [0.55, 0.56, 0.57]}],
+        "examples": {"sop": 2000, "nsp": 3000},
+        "chance": {"sop": 0.5, "nsp": 0.64}}
+    result = {"config": {"embedding_size": 64, "hidden_size": 128},
+              "studies": {"factorization": {"rows": factorization},
+                          "sharing": {"rows": sharing, "embedding_size": 64},
+                          "sop_nsp": sop_nsp,
+                          "parity": {"runs": parity_runs,
+                                     "test": verdicts.parity(
+                                         [5.00, 5.02, 4.98],
+                                         [5.01, 5.03, 4.99])}}}
+    job.judge(result)
+    assert result["seed_spread"]["masked_lm_accuracy"] == pytest.approx(0.002)
+    found = {key: [c["verdict"] for c in study["claims"]]
+             for key, study in result["studies"].items()}
+    agrees = verdicts.AGREES
+    assert found["factorization"] == [agrees] * 4
+    assert found["sharing"] == [agrees] * 3
+    assert found["sop_nsp"] == [agrees] * 3
+    assert found["parity"] == [agrees]
+    # Counts out of order; accuracy within noise, then reversed.
+    sharing[2]["parameters"] = 400
+    sharing[1]["masked_lm_accuracy"] = 0.155
+    sharing[3]["masked_lm_accuracy"] = 0.140
+    job.judge(result)
+    assert [c["verdict"] for c in result["studies"]["sharing"]["claims"]] == [
+        verdicts.DISAGREES, verdicts.DISAGREES, verdicts.CANT_TELL]
 
 
 # === The keras-hub peer ===

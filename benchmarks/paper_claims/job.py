@@ -87,22 +87,37 @@ def run(output_dir="runs/paper_claims", report_dir=None, input_file=None,
         load = _load()
         results[key] = studies.timed(study)
         results[key]["load"] = (load, _load())
-    spread = studies.seed_spread(results["parity"])
-    results["factorization"]["claims"] = studies.claims_factorization(
-        results["factorization"], spread, base_config.embedding_size,
-        base_config.hidden_size)
-    results["sharing"]["claims"] = studies.claims_sharing(
-        results["sharing"], spread)
-    results["sop_nsp"]["claims"] = studies.claims_sop_nsp(results["sop_nsp"])
-    results["parity"]["claims"] = studies.claims_parity(results["parity"])
     result = {
         "command": command or "benchmarks.paper_claims.run()",
         "hardware": hardware.describe(), "data": data,
         "config": base_config.to_dict(), "recipe": dataclasses.asdict(recipe),
-        "plan": dataclasses.asdict(plan), "seed_spread": spread,
-        "studies": results, "data_seconds": data_seconds,
-        "seconds": time.time() - start, "load": (start_load, _load())}
+        "plan": dataclasses.asdict(plan), "studies": results,
+        "data_seconds": data_seconds, "seconds": time.time() - start,
+        "load": (start_load, _load())}
+    judge(result)
     result["report"] = report.write_report(result, report_dir or output_dir)
     with open(os.path.join(output_dir, RESULTS), "w", encoding="utf-8") as f:
         json.dump(result, f, indent=1, sort_keys=True)
+    return result
+
+
+def judge(result):
+    """Adds the seed spread and every study's verdicts to `result` (what
+    `run` measured, or its `results.json` read back), in place.
+
+    Returns:
+        `result`.
+    """
+    studies_done, config = result["studies"], result["config"]
+    spread = studies.seed_spread(studies_done["parity"])
+    result["seed_spread"] = spread
+    studies_done["factorization"]["claims"] = studies.claims_factorization(
+        studies_done["factorization"], spread, config["embedding_size"],
+        config["hidden_size"])
+    studies_done["sharing"]["claims"] = studies.claims_sharing(
+        studies_done["sharing"], spread)
+    studies_done["sop_nsp"]["claims"] = studies.claims_sop_nsp(
+        studies_done["sop_nsp"])
+    studies_done["parity"]["claims"] = studies.claims_parity(
+        studies_done["parity"])
     return result

@@ -240,9 +240,13 @@ def _accuracy(rows, **match):
     return None
 
 
-def _missing(claim, paper, what):
-    return _claim(claim, paper, (verdicts.CANT_TELL,
-                                 "%s not run in this plan" % what))
+def _compare(claim, paper, first, second, spread, what, missing,
+             rule=verdicts.better):
+    """`rule` applied to `first - second` (MLM accuracies; None: not run)."""
+    if first is None or second is None:
+        return _claim(claim, paper, (verdicts.CANT_TELL,
+                                     "%s not run in this plan" % missing))
+    return _claim(claim, paper, rule(first - second, spread, what))
 
 
 def claims_factorization(result, spread, base_size, hidden):
@@ -259,28 +263,24 @@ def claims_factorization(result, spread, base_size, hidden):
             "(%s)" % SHARING_NAMES[share],
             "V×E + E×H instead of V×H: all-shared 31M at E=768, 12M at E=128",
             ordered, SHARING_NAMES[share]))
-    sizes = sorted({r["embedding_size"] for r in rows})
-    claim = "Not-shared: a larger E is better (but not by much)"
-    paper = "not-shared, avg. 81.3 at E=64 up to 82.3 at E=768"
-    low, high = (_accuracy(rows, share="none", embedding_size=sizes[0]),
-                 _accuracy(rows, share="none", embedding_size=sizes[-1]))
-    if low is None or high is None or len(sizes) < 2:
-        out.append(_missing(claim, paper, "not-shared at two E"))
-    else:
-        out.append(_claim(claim, paper, verdicts.better(
-            high - low, s, "MLM accuracy, E=%d minus E=%d" % (sizes[-1],
-                                                              sizes[0]))))
-    claim = ("All-shared: a factorized E (the base E=%d) does as well as "
-             "E=H=%d" % (base_size, hidden))
-    paper = "all-shared, avg. 80.1 at E=128 vs 79.8 at E=768 (E=128 best)"
-    small, full = (_accuracy(rows, share="all", embedding_size=base_size),
-                   _accuracy(rows, share="all", embedding_size=hidden))
-    if small is None or full is None or base_size == hidden:
-        out.append(_missing(claim, paper, "all-shared at the base E and H"))
-    else:
-        out.append(_claim(claim, paper, verdicts.not_worse(
-            small - full, s, "MLM accuracy, E=%d minus E=%d" % (base_size,
-                                                                hidden))))
+    low, high = min(r["embedding_size"] for r in rows), max(
+        r["embedding_size"] for r in rows)
+    out.append(_compare(
+        "Not-shared: a larger E is better (but not by much)",
+        "not-shared, avg. 81.3 at E=64 up to 82.3 at E=768",
+        _accuracy(rows, share="none", embedding_size=high),
+        _accuracy(rows, share="none", embedding_size=low) if low < high
+        else None, s, "MLM accuracy, E=%d minus E=%d" % (high, low),
+        "not-shared at two E"))
+    out.append(_compare(
+        "All-shared: a factorized E (the base E=%d) does as well as E=H=%d"
+        % (base_size, hidden),
+        "all-shared, avg. 80.1 at E=128 vs 79.8 at E=768 (E=128 best)",
+        _accuracy(rows, share="all", embedding_size=base_size)
+        if base_size < hidden else None,
+        _accuracy(rows, share="all", embedding_size=hidden), s,
+        "MLM accuracy, E=%d minus E=%d" % (base_size, hidden),
+        "all-shared at the base E and at H", rule=verdicts.not_worse))
     return out
 
 
@@ -288,35 +288,31 @@ def claims_sharing(result, spread):
     """Study 2's claims (Table 4)."""
     rows = result["rows"]
     s = spread["masked_lm_accuracy"]
-    by_share = {r["share"]: r for r in rows}
+    present = {r["share"] for r in rows}
     order = [share for share in ("all", "ffn", "attention", "none")
-             if share in by_share]
-    out = [_counts_claim(
-        "Sharing cuts parameters: all-shared < shared-FFN < "
-        "shared-attention < not-shared",
-        "12M < 38M < 64M < 89M (ALBERT-base, E=128)",
-        [(SHARING_NAMES[share], by_share[share]["parameters"])
-         for share in order], "E=%d" % result["embedding_size"])]
-    claim = "Sharing all parameters costs accuracy (not-shared is better)"
-    paper = "avg. 82.3 not-shared vs 80.1 all-shared (E=128)"
-    if "all" in by_share and "none" in by_share:
-        out.append(_claim(claim, paper, verdicts.better(
-            by_share["none"]["masked_lm_accuracy"]
-            - by_share["all"]["masked_lm_accuracy"], s,
-            "MLM accuracy, not-shared minus all-shared")))
-    else:
-        out.append(_missing(claim, paper, "all-shared and not-shared"))
-    claim = ("Most of the cost comes from sharing the FFN, not the "
-             "attention (shared-attention is better than shared-FFN)")
-    paper = "avg. 81.7 shared-attention vs 80.2 shared-FFN (E=128)"
-    if "attention" in by_share and "ffn" in by_share:
-        out.append(_claim(claim, paper, verdicts.better(
-            by_share["attention"]["masked_lm_accuracy"]
-            - by_share["ffn"]["masked_lm_accuracy"], s,
-            "MLM accuracy, shared-attention minus shared-FFN")))
-    else:
-        out.append(_missing(claim, paper, "shared-attention and shared-FFN"))
-    return out
+             if share in present]
+    return [
+        _counts_claim(
+            "Sharing cuts parameters: all-shared < shared-FFN < "
+            "shared-attention < not-shared",
+            "12M < 38M < 64M < 89M (ALBERT-base, E=128)",
+            [(SHARING_NAMES[share], next(r["parameters"] for r in rows
+                                         if r["share"] == share))
+             for share in order], "E=%d" % result["embedding_size"]),
+        _compare(
+            "Sharing all parameters costs accuracy (not-shared is better)",
+            "avg. 82.3 not-shared vs 80.1 all-shared (E=128)",
+            _accuracy(rows, share="none"), _accuracy(rows, share="all"), s,
+            "MLM accuracy, not-shared minus all-shared",
+            "all-shared and not-shared"),
+        _compare(
+            "Most of the cost comes from sharing the FFN, not the attention "
+            "(shared-attention is better than shared-FFN)",
+            "avg. 81.7 shared-attention vs 80.2 shared-FFN (E=128)",
+            _accuracy(rows, share="attention"), _accuracy(rows, share="ffn"),
+            s, "MLM accuracy, shared-attention minus shared-FFN",
+            "shared-attention and shared-FFN"),
+    ]
 
 
 def claims_sop_nsp(result):

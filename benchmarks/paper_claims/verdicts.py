@@ -42,6 +42,22 @@ def _percent(value):
     return "%+.2f pt" % (100.0 * value)
 
 
+def _judge(difference, threshold, what, inside=CANT_TELL, detail=""):
+    """`AGREES` above `threshold`, `DISAGREES` below `-threshold`, `inside`
+    between; `CANT_TELL` when there is no threshold (one seed)."""
+    if threshold is None:
+        return CANT_TELL, ("%s: %s, and one seed gives no spread to judge it "
+                           "by" % (what, _percent(difference)))
+    reason = "%s: %s against a noise threshold of ±%.2f pt%s" % (
+        what, _percent(difference), 100.0 * threshold, detail)
+    if difference > threshold:
+        return AGREES, reason
+    if difference < -threshold:
+        return DISAGREES, reason
+    return inside, reason + (" (within seed noise)" if inside == CANT_TELL
+                             else "")
+
+
 def better(difference, seed_spread, what):
     """The claim "the first model is better than the second" on a metric
     where higher is better.
@@ -54,30 +70,14 @@ def better(difference, seed_spread, what):
     Returns:
         `(verdict, reason)`.
     """
-    threshold = pair_threshold(seed_spread)
-    if threshold is None:
-        return CANT_TELL, ("%s: %s, and one seed gives no spread to judge it "
-                           "by" % (what, _percent(difference)))
-    reason = "%s: %s against a noise threshold of ±%.2f pt" % (
-        what, _percent(difference), 100.0 * threshold)
-    if difference > threshold:
-        return AGREES, reason
-    if difference < -threshold:
-        return DISAGREES, reason
-    return CANT_TELL, reason + " (within seed noise)"
+    return _judge(difference, pair_threshold(seed_spread), what)
 
 
 def not_worse(difference, seed_spread, what):
-    """The claim "the first model is at least as good as the second"."""
-    threshold = pair_threshold(seed_spread)
-    if threshold is None:
-        return CANT_TELL, ("%s: %s, and one seed gives no spread to judge it "
-                           "by" % (what, _percent(difference)))
-    reason = "%s: %s against a noise threshold of ±%.2f pt" % (
-        what, _percent(difference), 100.0 * threshold)
-    if difference < -threshold:
-        return DISAGREES, reason
-    return AGREES, reason
+    """The claim "the first model is at least as good as the second" (the
+    arguments and result as for `better`)."""
+    return _judge(difference, pair_threshold(seed_spread), what,
+                  inside=AGREES)
 
 
 def better_mean(first, second, what):
@@ -94,20 +94,12 @@ def better_mean(first, second, what):
     """
     difference = statistics.fmean(first) - statistics.fmean(second)
     if min(len(first), len(second)) < 2:
-        return CANT_TELL, ("%s: %s, and one seed gives no spread to judge it "
-                           "by" % (what, _percent(difference)))
+        return _judge(difference, None, what)
     error = math.sqrt(statistics.variance(first) / len(first)
                       + statistics.variance(second) / len(second))
-    threshold = Z * error
-    reason = "%s: %s against a noise threshold of ±%.2f pt (%.0f standard " \
-             "errors over %d and %d seeds)" % (
-                 what, _percent(difference), 100 * threshold, Z, len(first),
-                 len(second))
-    if difference > threshold:
-        return AGREES, reason
-    if difference < -threshold:
-        return DISAGREES, reason
-    return CANT_TELL, reason + " (within seed noise)"
+    return _judge(difference, Z * error, what, detail=(
+        " (%.0f standard errors over %d and %d seeds)" % (
+            Z, len(first), len(second))))
 
 
 def chance_band(examples, chance=0.5):
