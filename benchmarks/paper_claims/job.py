@@ -26,6 +26,12 @@ def _load():
     return "%.2f" % os.getloadavg()[0]
 
 
+def _cpu_seconds():
+    """CPU time of this process so far (user + system, all threads)."""
+    times = os.times()
+    return times.user + times.system
+
+
 def _held_out_batch(data, size):
     """One batch of held-out SOP records, as training features."""
     dataset = input_pipeline.pretraining_dataset(
@@ -93,6 +99,7 @@ def run(output_dir="runs/paper_claims", report_dir=None, input_file=None,
         "config": base_config.to_dict(), "recipe": dataclasses.asdict(recipe),
         "plan": dataclasses.asdict(plan), "studies": results,
         "data_seconds": data_seconds, "seconds": time.time() - start,
+        "cpu_seconds": _cpu_seconds(), "cores": os.cpu_count(),
         "load": (start_load, _load())}
     judge(result)
     result["report"] = report.write_report(result, report_dir or output_dir)
