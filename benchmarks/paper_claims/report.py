@@ -248,7 +248,7 @@ def _parity(result):
                 "SOP acc. (keras-hub)", "train s (ours / keras-hub)"), rows),
         "",
         _claims(study["claims"]), "",
-        "Same weights, same function: with this project's initial weights "
+        "Same weights: with this project's initial weights "
         "copied into keras-hub's model (through the keras-hub converter's "
         "tensor rules), the largest difference of the logits on a held-out "
         "batch is %.2g (MLM) and %.2g (SOP); with keras-hub's masked-LM "
