@@ -118,7 +118,7 @@ def test_program_options_are_the_defaults_of_run():
 
 SMALL = dict(max_corpus_chars=60_000, vocab_size=300, max_seq_length=32,
              num_train_steps=20, train_batch_size=16, dupe_factor=1,
-             max_eval_steps=2, finetune_seeds=(0, 1), finetune_steps=4)
+             max_eval_steps=2, finetune_seeds=(0,), finetune_steps=4)
 
 
 def _mtimes(folder, skip=()):
@@ -166,7 +166,7 @@ def _check_artifacts_and_report(out, report):
     assert finetuned["encoders"]["pretrained"] == paths["encoder"]
     for name in ("pretrained", "random_init"):
         runs = finetuned["runs"][name]
-        assert [r["seed"] for r in runs] == [0, 1]
+        assert [r["seed"] for r in runs] == [0]
         assert all(0 <= r["dev_accuracy"] <= 1 and r["steps"] == 4
                    for r in runs)
     assert finetuned["task"]["dev"] > 100

@@ -376,7 +376,8 @@ def export_model(trained, vocabulary, output_dir, max_seq_length=64):
     best_dir = trained["best_dir"]
     paths = exporter.export_from_checkpoint(
         best_dir, os.path.join(best_dir, "albert_config.json"),
-        vocabulary["model_file"], export_dir, max_seq_length=max_seq_length)
+        vocabulary["model_file"], export_dir, max_seq_length=max_seq_length,
+        top_k=queries.FILL_MASK_TOP_K)
     exported = {"checkpoint_step": int(trained["best_eval"]["global_step"]),
                 "paths": paths,
                 "version": int(os.path.basename(paths["serving"])),
