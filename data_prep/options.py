@@ -154,7 +154,19 @@ def check_no_arguments(argv):
 USER_ERRORS = (ValueError, OSError)
 
 
-def run(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None):
+def _parse_known_flags(argv):
+    """Parses the program's flags and returns the rest of `argv` (unknown
+    flags included), with absl's usage message on a bad value."""
+    try:
+        return flags.FLAGS(argv, known_only=True)
+    except flags.Error as error:
+        sys.stderr.write(f"FATAL Flags parsing error: {error}\n")
+        sys.stderr.write("Pass --helpshort or --helpfull to see help on flags.\n")
+        sys.exit(1)
+
+
+def run(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None,
+        pass_through=False):
     """Defines the flags of `options_cls`, parses the command line and calls
     `main_fn(options)`.
 
@@ -163,6 +175,11 @@ def run(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None):
     the problem, prefixed by the program's name, and exit status 1 (the
     traceback is logged with `--verbosity=1`). `doc` (the program module's
     docstring) is what `--help` prints above the flags.
+
+    With `pass_through`, arguments that are not the program's flags (another
+    library's options, such as Beam's pipeline options) are not refused but
+    passed on: `main_fn(options, rest)` with `rest` the list of them, for
+    the program to check.
     """
     if doc:
         sys.modules["__main__"].__doc__ = doc
@@ -170,10 +187,14 @@ def run(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None):
     program = (argv or sys.argv)[0].rsplit("/", 1)[-1].removesuffix(".py")
 
     def main(args):
-        check_no_arguments(args)
+        if not pass_through:
+            check_no_arguments(args)
         options = from_flags(options_cls)
         try:
-            main_fn(options)  # Its result is for library callers.
+            if pass_through:
+                main_fn(options, args[1:])
+            else:
+                main_fn(options)  # Its result is for library callers.
         except errors as e:
             logging.debug("%s", traceback.format_exc())  # --verbosity=1
             # The one line is the last word: what the failed work leaves
@@ -181,4 +202,7 @@ def run(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None):
             std_logging.getLogger("tensorflow").setLevel(std_logging.CRITICAL)
             sys.exit(f"{program}: error: {e}")
 
-    app.run(main, argv=argv)
+    if pass_through:
+        app.run(main, argv=argv, flags_parser=_parse_known_flags)
+    else:
+        app.run(main, argv=argv)
