@@ -257,7 +257,7 @@ class _TotalsFn(beam.CombineFn):
         return totals
 
 
-class _ReadCountersFn(beam.CombineFn):
+class ReadCountersFn(beam.CombineFn):
     """Sums the units' `reader.ReadCounters`."""
 
     def create_accumulator(self):
@@ -342,7 +342,7 @@ def build_pipeline(root, plan, settings, output_file, chunk_bytes,
                   lambda unused_key, unused_count, counters: counters)
               | "Totals" >> beam.CombineGlobally(_TotalsFn(options.ngram)))
     read_counters = (read[_READ_COUNTERS]
-                     | "ReadTotals" >> beam.CombineGlobally(_ReadCountersFn()))
+                     | "ReadTotals" >> beam.CombineGlobally(ReadCountersFn()))
     shard_counts = (
         root
         | "Shards" >> beam.Create(list(enumerate(plan.shard_paths)))
