@@ -42,7 +42,8 @@ class _RawReader(io.RawIOBase):
         return True
 
     def seek(self, offset, whence=io.SEEK_SET):
-        return self._stream.seek(offset, whence)
+        self._stream.seek(offset, whence)  # GFile's returns None.
+        return self._stream.tell()
 
     def tell(self):
         return self._stream.tell()
@@ -67,6 +68,9 @@ class GFileBackend:
 
     def create(self, path):
         import tensorflow as tf
+        parent = path.rsplit("/", 1)[0]
+        if not tf.io.gfile.isdir(parent):  # file:// and HDFS need folders.
+            tf.io.gfile.makedirs(parent)
         return tf.io.gfile.GFile(path, "wb")
 
     def rename(self, source, target):
@@ -173,7 +177,7 @@ def open_read(path, remote=GFILE, buffering=1 << 20):
 
 def create(path, remote=GFILE):
     """Opens a new binary file for writing, replacing any file there
-    (local directories are made)."""
+    (missing folders are made)."""
     if is_remote(path):
         return remote.create(path)
     directory = os.path.dirname(path)
