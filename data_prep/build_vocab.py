@@ -22,6 +22,7 @@ from typing import Optional
 from absl import app
 from absl import logging
 
+from data_prep import filesystems
 from data_prep import options as options_lib
 from data_prep import vocab
 from data_prep.options import option
@@ -87,6 +88,7 @@ def main(options, pipeline_args=()):
             % " ".join(pipeline_args))
     try:
         if options.runner:
+            filesystems.require_beam()
             from data_prep import beam_vocab  # Imports Apache Beam.
             model_path, vocab_path = beam_vocab.train_vocab(
                 options.input_file, options.model_prefix, options.runner,

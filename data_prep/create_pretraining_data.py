@@ -30,6 +30,7 @@ from typing import Optional
 
 from absl import app
 
+from data_prep import filesystems
 from data_prep import instances
 from data_prep import options as options_lib
 from data_prep import pipeline
@@ -132,6 +133,7 @@ def main(options, pipeline_args=()):
         max_line_bytes=options.max_line_bytes,
         dynamic_masking=options.dynamic_masking)
     if options.runner:
+        filesystems.require_beam()
         from data_prep import beam_pipeline  # Imports Apache Beam.
         return beam_pipeline.create_pretraining_data(
             options.input_file, options.output_file, options.spm_model_file,

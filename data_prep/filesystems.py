@@ -226,3 +226,18 @@ def remove_tree(directory, remote=GFILE):
         remote.remove_tree(directory)
     else:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def require_beam():
+    """Checks that Apache Beam is installed (for `--runner`).
+
+    Raises:
+        ValueError: it is not, naming the package to install.
+    """
+    try:
+        import apache_beam  # noqa: F401
+    except ImportError:
+        raise ValueError(
+            "--runner needs Apache Beam: pip install apache-beam==2.77.0 "
+            "(apache-beam[gcp] for gs://), or this package's [beam] extra."
+        ) from None

@@ -349,3 +349,30 @@ def test_output_that_is_an_input_is_refused_before_writing(
             _build(inputs, output, spm_model_path, shards)
         assert message in str(error.value) and "\n" not in str(error.value)
         assert _files(data) == before
+
+
+def _frames(path):
+    """The framed records of a TFRecord file, in file order."""
+    data, frames = open(path, "rb").read(), []
+    while data:
+        end = 16 + int.from_bytes(data[:8], "little")
+        frames.append(data[:end])
+        data = data[end:]
+    return frames
+
+
+def test_one_order_dealt_round_robin_over_the_shards(tmp_path, corpus_files,
+                                                     spm_model_path):
+    """The sharding rule (data_prep.output): one output order whatever the
+    shard count, record p in shard p % N."""
+    runs = {}
+    for shards in (1, 3):
+        out = str(tmp_path / str(shards) / "t.tfrecord")
+        runs[shards] = pipeline.create_pretraining_data(
+            corpus_files, out, spm_model_path,
+            options=instances.InstanceOptions(max_seq_length=64),
+            dupe_factor=1, num_output_shards=shards, chunk_bytes=50_000)
+    order = _frames(runs[1]["output_files"][0])
+    assert len(order) == runs[1]["instances"] > 1000
+    assert [_frames(p) for p in runs[3]["output_files"]] == [
+        order[s::3] for s in range(3)]
