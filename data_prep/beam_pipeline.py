@@ -13,7 +13,8 @@ The local builder's work (`data_prep.pipeline`) as Beam transforms:
         frames (`pipeline.ChunkProcessor`); the records go to one piece file
         per chunk, the chunk's `(key, count)` down the pipeline
     --> WriteShard, once per output shard: with every chunk's count known,
-        copies its share of each piece, in chunk order, to `<shard>.incomplete`
+        copies its share of each piece, in chunk order, to
+        `<shard>.incomplete`
     --> Commit: renames the shards, writes the statistics (a Beam combine of
         the chunks' and units' counters), removes the earlier run's files and
         the pieces.
@@ -26,14 +27,14 @@ grouped by their index modulo `num_output_shards`: the record at position p
 of the output goes to shard `p % num_output_shards`, so each shard takes one
 whole group of each chunk.
 
-Retries. Every write can run twice: a piece is written under a temporary
-name and renamed over its final name, a shard is rewritten whole from the
-pieces, the chunk list is deduplicated by key, and the commit skips what a
-previous attempt did. So a bundle that a runner retries (Dataflow, Flink,
-Spark, the BundleBasedDirectRunner) rewrites the same bytes and no record is
-written twice. The DirectRunner does not retry: the first error fails the
-pipeline, the launcher removes the temporary files, and the earlier run's
-files stay as they were.
+Retries. Every write can run twice: a piece or a shard is written under a
+name of its attempt's own and renamed over its final name (a shard is
+rebuilt whole from the pieces), the chunk list is deduplicated by key, and
+the commit skips what a previous attempt did. So a bundle that a runner
+retries (Dataflow, Flink, Spark, the BundleBasedDirectRunner) rewrites the
+same bytes and no record is written twice. The DirectRunner does not retry:
+the first error fails the pipeline, the launcher removes the temporary files,
+and the earlier run's files stay as they were.
 
 Memory. A worker holds one chunk (its text and records), as a local worker
 does; WriteShard copies 1 MB at a time; the chunk list holds one key and
@@ -41,10 +42,11 @@ count per chunk. Runners stream PCollections between steps; the DirectRunner
 keeps each step's output in memory (here the corpus text between reading and
 building), so it suits tests and small corpora.
 
-Workers never import TensorFlow: paths go through Beam's FileSystems (`data_prep.filesystems.BEAM`, gs:// with `apache-beam[gcp]`),
-and the SentencePiece model travels inside the pipeline (its bytes are part
-of BuildChunk). The package itself reaches workers by `--setup_file` (see
-the README).
+Workers never import TensorFlow: paths go through Beam's FileSystems
+(`data_prep.filesystems.BEAM`, gs:// with `apache-beam[gcp]`), and the
+SentencePiece model travels inside the pipeline (its bytes are part of
+BuildChunk). The package itself reaches workers by `--setup_file` (see the
+README).
 """
 
 import json
@@ -132,12 +134,18 @@ def _piece_path(temp_dir, key):
     return "%s/piece-%06d-%06d" % (temp_dir, key[0], key[1])
 
 
+def _attempt_path(path):
+    """A name of this attempt's own: two attempts of one bundle (a retry
+    beside a straggler) never write into the same file."""
+    return "%s.attempt-%s" % (path, uuid.uuid4().hex[:12])
+
+
 def write_piece(path, frames, num_shards):
     """Writes a chunk's framed records as a piece file (see the module
     docstring), through a temporary name: a rerun replaces it whole."""
     groups = [frames[r::num_shards] for r in range(num_shards)]
     sizes = np.array([sum(len(f) for f in group) for group in groups], "<u8")
-    temp_path = path + tfrecord.INCOMPLETE_SUFFIX
+    temp_path = _attempt_path(path)
     with filesystems.create(temp_path, _REMOTE) as f:
         f.write(sizes.tobytes())
         for group in groups:
@@ -165,7 +173,8 @@ def write_shard(shard, shard_path, temp_dir, chunk_counts, num_shards):
 
     Args:
         shard: the shard's index.
-        shard_path: its final path (written as `<path>.incomplete`).
+        shard_path: its final path (written in `temp_dir`, then renamed to
+            `<path>.incomplete`).
         temp_dir: the pieces' directory.
         chunk_counts: `(chunk key, record count)` of every chunk, any order.
         num_shards: the number of shards.
@@ -174,8 +183,8 @@ def write_shard(shard, shard_path, temp_dir, chunk_counts, num_shards):
         The number of records written.
     """
     position = written = 0
-    with filesystems.create(shard_path + tfrecord.INCOMPLETE_SUFFIX,
-                            _REMOTE) as out:
+    attempt = _attempt_path("%s/shard-%05d" % (temp_dir, shard))
+    with filesystems.create(attempt, _REMOTE) as out:
         for key, count in sorted(dict(chunk_counts).items()):
             # This chunk's record j sits at output position `position + j`.
             group = (shard - position) % num_shards
@@ -183,6 +192,8 @@ def write_shard(shard, shard_path, temp_dir, chunk_counts, num_shards):
             if group < count:
                 _copy_group(_piece_path(temp_dir, key), group, num_shards, out)
                 written += -(-(count - group) // num_shards)
+    filesystems.rename(attempt, shard_path + tfrecord.INCOMPLETE_SUFFIX,
+                       _REMOTE)
     return written
 
 
