@@ -49,6 +49,7 @@ BuildChunk). The package itself reaches workers by `--setup_file` (see the
 README).
 """
 
+import functools
 import json
 import os
 import time
@@ -244,38 +245,25 @@ class _WriteShard(beam.DoFn):
                                  self._num_shards)
 
 
-class _TotalsFn(beam.CombineFn):
-    """Sums the chunks' counters into a `statistics.Totals`."""
+class SumFn(beam.CombineFn):
+    """Sums inputs into an accumulator that can `merge` another (a
+    `statistics.Totals` of chunk counters, a `reader.ReadCounters`).
 
-    def __init__(self, ngram):
-        self._ngram = ngram
+    Args:
+        make: makes an empty accumulator (picklable).
+        add: the accumulator's method that adds one input, by name.
+    """
 
-    def create_accumulator(self):
-        return stats_lib.Totals(self._ngram)
-
-    def add_input(self, totals, counters):
-        totals.add(counters)
-        return totals
-
-    def merge_accumulators(self, accumulators):
-        accumulators = iter(accumulators)
-        totals = next(accumulators)
-        for other in accumulators:
-            totals.merge(other)
-        return totals
-
-    def extract_output(self, totals):
-        return totals
-
-
-class ReadCountersFn(beam.CombineFn):
-    """Sums the units' `reader.ReadCounters`."""
+    def __init__(self, make, add="merge"):
+        self._make = make
+        self._add = add
 
     def create_accumulator(self):
-        return reader.ReadCounters()
+        return self._make()
 
-    def add_input(self, total, counters):
-        return total.merge(counters)
+    def add_input(self, accumulator, value):
+        getattr(accumulator, self._add)(value)
+        return accumulator
 
     def merge_accumulators(self, accumulators):
         accumulators = iter(accumulators)
@@ -284,8 +272,8 @@ class ReadCountersFn(beam.CombineFn):
             total.merge(other)
         return total
 
-    def extract_output(self, total):
-        return total
+    def extract_output(self, accumulator):
+        return accumulator
 
 
 class _Commit(beam.DoFn):
@@ -351,9 +339,11 @@ def build_pipeline(root, plan, settings, output_file, chunk_bytes,
     totals = (built
               | "ChunkCounters" >> beam.MapTuple(
                   lambda unused_key, unused_count, counters: counters)
-              | "Totals" >> beam.CombineGlobally(_TotalsFn(options.ngram)))
+              | "Totals" >> beam.CombineGlobally(SumFn(
+                  functools.partial(stats_lib.Totals, options.ngram), "add")))
     read_counters = (read[_READ_COUNTERS]
-                     | "ReadTotals" >> beam.CombineGlobally(ReadCountersFn()))
+                     | "ReadTotals" >> beam.CombineGlobally(
+                         SumFn(reader.ReadCounters)))
     shard_counts = (
         root
         | "Shards" >> beam.Create(list(enumerate(plan.shard_paths)))

@@ -94,7 +94,7 @@ def sample_sentences(paths, sample_size, seed, do_lower_case, options,
             sample = read.sentences | "All" >> beam.combiners.ToList()
         counters = (read[_READ_COUNTERS]
                     | "ReadTotals" >> beam.CombineGlobally(
-                        beam_pipeline.ReadCountersFn()))
+                        beam_pipeline.SumFn(reader.ReadCounters)))
         _ = (sample
              | "WriteSample" >> beam.Map(
                  _write_sample, beam.pvalue.AsSingleton(counters), work_dir))

@@ -19,7 +19,6 @@ here. Beam's other pipeline options follow on the command line
 import dataclasses
 from typing import Optional
 
-from absl import app
 from absl import logging
 
 from data_prep import filesystems
@@ -71,8 +70,6 @@ def main(options, pipeline_args=()):
     Raises:
         ValueError: bad input, or the SentencePiece trainer failed (its
             message, which names the problem).
-        app.UsageError: arguments that are not flags of this program, without
-            `--runner`.
     """
     common = dict(
         vocab_size=options.vocab_size,
@@ -82,10 +79,6 @@ def main(options, pipeline_args=()):
         hard_vocab_limit=options.hard_vocab_limit,
         seed=options.random_seed,
         num_threads=options.num_threads)
-    if pipeline_args and not options.runner:
-        raise app.UsageError(
-            "Unexpected arguments: %s (Beam pipeline options need --runner)"
-            % " ".join(pipeline_args))
     try:
         if options.runner:
             filesystems.require_beam()
@@ -102,4 +95,4 @@ def main(options, pipeline_args=()):
 
 
 if __name__ == "__main__":
-    options_lib.run(Options, main, doc=__doc__, pass_through=True)
+    options_lib.run(Options, main, doc=__doc__, pass_through="runner")

@@ -28,8 +28,6 @@ follow on the command line. See `data_prep.beam_pipeline` and the README.
 import dataclasses
 from typing import Optional
 
-from absl import app
-
 from data_prep import filesystems
 from data_prep import instances
 from data_prep import options as options_lib
@@ -114,10 +112,6 @@ def main(options, pipeline_args=()):
 
     Returns:
         The statistics dict.
-
-    Raises:
-        app.UsageError: arguments that are not flags of this program, without
-            `--runner`.
     """
     # The flags of the same names.
     instance_options = instances.InstanceOptions(**{
@@ -138,10 +132,6 @@ def main(options, pipeline_args=()):
         return beam_pipeline.create_pretraining_data(
             options.input_file, options.output_file, options.spm_model_file,
             runner=options.runner, pipeline_args=pipeline_args, **common)
-    if pipeline_args:
-        raise app.UsageError(
-            "Unexpected arguments: %s (Beam pipeline options need --runner)"
-            % " ".join(pipeline_args))
     return pipeline.create_pretraining_data(
         options.input_file, options.output_file, options.spm_model_file,
         num_workers=options.num_workers,
@@ -149,4 +139,4 @@ def main(options, pipeline_args=()):
 
 
 if __name__ == "__main__":
-    options_lib.run(Options, main, doc=__doc__, pass_through=True)
+    options_lib.run(Options, main, doc=__doc__, pass_through="runner")

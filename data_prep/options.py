@@ -166,7 +166,7 @@ def _parse_known_flags(argv):
 
 
 def run(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None,
-        pass_through=False):
+        pass_through=None):
     """Defines the flags of `options_cls`, parses the command line and calls
     `main_fn(options)`.
 
@@ -176,10 +176,10 @@ def run(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None,
     traceback is logged with `--verbosity=1`). `doc` (the program module's
     docstring) is what `--help` prints above the flags.
 
-    With `pass_through`, arguments that are not the program's flags (another
-    library's options, such as Beam's pipeline options) are not refused but
-    passed on: `main_fn(options, rest)` with `rest` the list of them, for
-    the program to check.
+    `pass_through` names a flag (such as `runner`): when it is set, the
+    arguments that are not the program's flags (another library's options,
+    such as Beam's pipeline options) are passed on, `main_fn(options, rest)`,
+    for that library to check; when it is not, they are refused as usual.
     """
     if doc:
         sys.modules["__main__"].__doc__ = doc
@@ -187,11 +187,16 @@ def run(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None,
     program = (argv or sys.argv)[0].rsplit("/", 1)[-1].removesuffix(".py")
 
     def main(args):
+        options = from_flags(options_cls)
+        passed_on = pass_through and getattr(options, pass_through)
+        if pass_through and len(args) > 1 and not passed_on:
+            raise app.UsageError(
+                "Unexpected arguments: %s (other libraries' options need "
+                "--%s)" % (" ".join(args[1:]), pass_through))
         if not pass_through:
             check_no_arguments(args)
-        options = from_flags(options_cls)
         try:
-            if pass_through:
+            if passed_on:
                 main_fn(options, args[1:])
             else:
                 main_fn(options)  # Its result is for library callers.

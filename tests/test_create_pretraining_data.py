@@ -160,7 +160,7 @@ def test_cli_beam_options_need_a_runner_and_must_exist(
              "--spm_model_file=%s" % spm_model_path]
     result = _run(corpus_cli_env, *flags, "--direct_num_workers=2")
     assert result.returncode == 1
-    assert ("Unexpected arguments: --direct_num_workers=2 (Beam pipeline "
+    assert ("Unexpected arguments: --direct_num_workers=2 (other libraries' "
             "options need --runner)" in result.stderr)
     line = _error_line(_run(corpus_cli_env, *flags, "--runner=DirectRunner",
                             "--dupe_factr=2"))
