@@ -100,8 +100,39 @@ def recipe_optimizer(learning_rate, num_train_steps, warmup_ratio):
         int(warmup_ratio * num_train_steps))
 
 
+class TextModel(keras.Model):
+    """What the models on strings share: `predict` on Python lists, and the
+    config of the preprocessor and of the model they start from.
+
+    A subclass sets `preprocessor` (an `AlbertTextPreprocessor`) and
+    `base_model` (what `from_config` passes back as `encoder_or_path`), and
+    adds its own arguments to `get_config`.
+    """
+
+    # Keras takes arrays and tensors; Python lists of strings become tensors.
+    def predict(self, x, *args, **kwargs):
+        return super().predict(string_tensors(x), *args, **kwargs)
+
+    def get_config(self):
+        return {
+            "name": self.name, "trainable": self.trainable,
+            "encoder_or_path": keras.saving.serialize_keras_object(
+                self.base_model),
+            "spm_model": self.preprocessor.get_config()["spm_model"],
+            "seq_length": self.preprocessor.seq_length,
+            "do_lower_case": self.preprocessor.do_lower_case,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder_or_path"] = keras.saving.deserialize_keras_object(
+            config["encoder_or_path"])
+        return cls(**config)
+
+
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertTextClassifier(keras.Model):
+class AlbertTextClassifier(TextModel):
     """A sequence classifier (or regressor) taking raw strings.
 
     Call arguments:
@@ -168,33 +199,22 @@ class AlbertTextClassifier(keras.Model):
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
                         **kwargs)
 
-    # Keras takes arrays and tensors; Python lists of strings become tensors.
     def fit(self, x=None, y=None, *args, **kwargs):
         return super().fit(string_tensors(x), y, *args, **kwargs)
 
     def evaluate(self, x=None, y=None, *args, **kwargs):
         return super().evaluate(string_tensors(x), y, *args, **kwargs)
 
-    def predict(self, x, *args, **kwargs):
-        return super().predict(string_tensors(x), *args, **kwargs)
-
     @property
     def encoder(self):
         return self.classifier.encoder
 
-    def get_config(self):
-        return {
-            "name": self.name, "trainable": self.trainable,
-            "encoder_or_path": keras.saving.serialize_keras_object(self.encoder),
-            "num_classes": self.num_classes, "dropout": self.dropout,
-            "spm_model": self.preprocessor.get_config()["spm_model"],
-            "seq_length": self.preprocessor.seq_length,
-            "do_lower_case": self.preprocessor.do_lower_case,
-        }
+    @property
+    def base_model(self):
+        return self.encoder
 
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder_or_path"] = keras.saving.deserialize_keras_object(
-            config["encoder_or_path"])
-        return cls(**config)
+    def get_config(self):
+        config = super().get_config()
+        config.update({"num_classes": self.num_classes,
+                       "dropout": self.dropout})
+        return config
