@@ -32,6 +32,7 @@ _EXPORTS = {
     "AlbertMultipleChoice": "albert_tf.models.task_models",
     "AlbertSpanExtractor": "albert_tf.models.task_models",
     "AlbertTextClassifier": "albert_tf.tasks.text_models",
+    "AlbertMaskedLM": "albert_tf.tasks.masked_lm",
     "AlbertTextPreprocessor": "albert_tf.layers.text_preprocessor",
     "AdamW": "albert_tf.training.optimization",
     "Lamb": "albert_tf.training.optimization",

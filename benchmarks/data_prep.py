@@ -4,25 +4,34 @@ r"""Benchmark of `data_prep.create_pretraining_data`: speed and peak memory.
 
 Builds (once, cached in --work_dir) an English corpus from the Python standard
 library's docstrings (`data_prep.builtin_corpus`) and a unigram SentencePiece
-model on it, then runs the CLI in fresh subprocesses with 1 and 2 workers
-(`max_seq_length` 128, `dupe_factor` 2: the setting of the official figure of
-about 470 instances/s and 670 MB on one core) and prints a table of medians:
+model on it, then runs the CLI in fresh subprocesses with 1 and 2 local
+workers and as an Apache Beam pipeline on the DirectRunner with 2 worker
+processes (`--runner=DirectRunner --direct_num_workers=2
+--direct_running_mode=multi_processing`), all on the same corpus in one
+invocation (`max_seq_length` 128, `dupe_factor` 2: the setting of the
+official figure of about 470 instances/s and 670 MB on one core), and prints
+a table of medians:
 
 - instances/s: instances over the builder's own elapsed time (reading,
   tokenizing, masking, encoding, writing; worker start-up included; Python
-  start-up excluded);
+  start-up excluded; for Beam, from the launch to the commit);
 - per core: instances/s divided by the cores the run can use;
 - instances per CPU s: instances over the CPU time (user + system) of the
   whole process tree, Python start-up included: the per-core throughput,
   unaffected by other load on a shared machine;
 - peak memory: the largest sum of resident memory (VmRSS) over the process
-  and its workers, sampled every 20 ms.
+  and its workers (Beam's worker processes included), sampled every 20 ms;
+- vs local: instances/s over that of the local run with as many workers.
+Every run's shards are compared with the first local run's: the Beam row
+must write the same bytes.
 
 A second table (one run each) repeats the corpus 1x, 4x, 16x: longer runs
-amortize the start-up, and peak memory does not grow with corpus size.
+amortize the start-up, and the local builder's peak memory does not grow with
+corpus size (the DirectRunner's does: it keeps each step's output in memory).
 """
 
 import argparse
+import hashlib
 import json
 import os
 import resource
@@ -138,9 +147,10 @@ def repeated_corpus(corpus, times):
     return path
 
 
-def measure(corpus, model, out_dir, workers, args, env):
+def measure(corpus, model, out_dir, workers, args, env, beam=False):
     """One CLI run; returns a dict of measurements."""
-    output = os.path.join(out_dir, "w%d.tfrecord" % workers)
+    name = "%s%d" % ("beam" if beam else "w", workers)
+    output = os.path.join(out_dir, name, "t.tfrecord")
     command = [
         sys.executable, "-m", "data_prep.create_pretraining_data",
         "--input_file=%s" % corpus, "--output_file=%s" % output,
@@ -148,14 +158,32 @@ def measure(corpus, model, out_dir, workers, args, env):
         "--max_seq_length=%d" % args.max_seq_length,
         "--max_predictions_per_seq=%d" % args.max_predictions_per_seq,
         "--dupe_factor=%d" % args.dupe_factor,
-        "--num_workers=%d" % workers, "--chunk_mb=%g" % args.chunk_mb,
+        "--num_output_shards=%d" % args.num_output_shards,
+        "--chunk_mb=%g" % args.chunk_mb,
     ]
+    if beam:
+        command += ["--runner=DirectRunner", "--direct_num_workers=%d" % workers,
+                    "--direct_running_mode=multi_processing"]
+    else:
+        command.append("--num_workers=%d" % workers)
     wall, cpu, peak_total, peak_main = run_measured(command, env)
     with open(output_lib.stats_path(output)) as f:
         stats = json.load(f)
+    shards = []
+    for path in stats["output_files"]:
+        with open(path, "rb") as f:
+            shards.append(hashlib.sha256(f.read()).hexdigest())
     return dict(instances=stats["instances"], elapsed=stats["elapsed_s"],
                 wall=wall, cpu=cpu, peak_total=peak_total, peak_main=peak_main,
-                read_mb=stats["read"]["bytes"] / 1e6)
+                read_mb=stats["read"]["bytes"] / 1e6, shards=shards)
+
+
+def _runs(args):
+    """`(label, workers, beam)` of each row, locals first."""
+    rows = [("local", int(w), False) for w in args.workers.split(",") if w]
+    rows += [("Beam DirectRunner", int(w), True)
+             for w in args.beam_workers.split(",") if w]
+    return rows
 
 
 def main():
@@ -166,7 +194,11 @@ def main():
     parser.add_argument("--max_predictions_per_seq", type=int, default=20)
     parser.add_argument("--dupe_factor", type=int, default=2)
     parser.add_argument("--chunk_mb", type=float, default=0.25)
-    parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--num_output_shards", type=int, default=2)
+    parser.add_argument("--workers", default="1,2",
+                        help="Local worker counts ('' to skip).")
+    parser.add_argument("--beam_workers", default="2",
+                        help="DirectRunner worker processes ('' to skip).")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--scaling", default="1,4,16",
                         help="Corpus repetitions for the memory rows ('' to skip).")
@@ -182,42 +214,55 @@ def main():
     cores = os.cpu_count() or 1
     out_dir = tempfile.mkdtemp(dir=args.work_dir)
     print("corpus: %s (%.2f MB), vocabulary: %d pieces, max_seq_length %d, "
-          "dupe_factor %d, chunk %g MB, %d CPU cores, medians of %d runs"
-          % (corpus, os.path.getsize(corpus) / 1e6, pieces, args.max_seq_length,
-             args.dupe_factor, args.chunk_mb, cores, args.repeats))
+          "dupe_factor %d, chunk %g MB, %d shards, %d CPU cores, medians of "
+          "%d runs" % (corpus, os.path.getsize(corpus) / 1e6, pieces,
+                       args.max_seq_length, args.dupe_factor, args.chunk_mb,
+                       args.num_output_shards, cores, args.repeats))
     print()
-    header = ("| workers | instances | builder s | instances/s | per core | "
-              "CPU s | instances per CPU s | peak RSS MB (all) | "
-              "peak RSS MB (main) |")
+    header = ("| runner | workers | instances | builder s | instances/s | "
+              "per core | CPU s | instances per CPU s | peak RSS MB (all) | "
+              "peak RSS MB (main) | vs local | same bytes |")
     print(header)
-    print("|---:" * (header.count("|") - 1) + "|")
-    for workers in [int(w) for w in args.workers.split(",") if w]:
-        runs = [measure(corpus, model, out_dir, workers, args, env)
+    print("|---|" + "---:|" * (header.count("|") - 3) + "---|")
+    local_rates, reference = {}, None
+    for label, workers, beam in _runs(args):
+        runs = [measure(corpus, model, out_dir, workers, args, env, beam)
                 for _ in range(args.repeats)]
-        med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+        reference = reference or runs[0]["shards"]
+        same = all(r["shards"] == reference for r in runs)
+        med = {k: statistics.median(r[k] for r in runs)
+               for k in runs[0] if k != "shards"}
         rate = med["instances"] / med["elapsed"]
+        if not beam:
+            local_rates[workers] = rate
+        versus = (rate / local_rates[workers] if workers in local_rates
+                  else float("nan"))
         used_cores = min(max(1, workers), cores)
-        print("| %d | %d | %.2f | %.0f | %.0f | %.2f | %.0f | %.0f | %.0f |" % (
-            workers, med["instances"], med["elapsed"], rate, rate / used_cores,
-            med["cpu"], med["instances"] / med["cpu"], med["peak_total"],
-            med["peak_main"]), flush=True)
+        print("| %s | %d | %d | %.2f | %.0f | %.0f | %.2f | %.0f | %.0f | %.0f "
+              "| %.2f | %s |" % (
+                  label, workers, med["instances"], med["elapsed"], rate,
+                  rate / used_cores, med["cpu"], med["instances"] / med["cpu"],
+                  med["peak_total"], med["peak_main"], versus,
+                  "yes" if same else "NO"), flush=True)
 
     scaling = [int(s) for s in args.scaling.split(",") if s]
     if scaling:
         print()
-        print("| corpus | MB read | workers | instances | instances/s | "
-              "per core | instances per CPU s | peak RSS MB (all) |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        print("| corpus | MB read | runner | workers | instances | instances/s "
+              "| per core | instances per CPU s | peak RSS MB (all) |")
+        print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
         for times in scaling:
-            for workers in [int(w) for w in args.workers.split(",") if w]:
+            for label, workers, beam in _runs(args):
                 run = measure(repeated_corpus(corpus, times), model, out_dir,
-                              workers, args, env)
+                              workers, args, env, beam)
                 rate = run["instances"] / run["elapsed"]
-                print("| %dx | %.1f | %d | %d | %.0f | %.0f | %.0f | %.0f |" % (
-                    times, run["read_mb"], workers, run["instances"], rate,
-                    rate / min(max(1, workers), cores),
-                    run["instances"] / run["cpu"], run["peak_total"]),
-                    flush=True)
+                print("| %dx | %.1f | %s | %d | %d | %.0f | %.0f | %.0f | %.0f |"
+                      % (times, run["read_mb"], label, workers,
+                         run["instances"], rate,
+                         rate / min(max(1, workers), cores),
+                         run["instances"] / run["cpu"], run["peak_total"]),
+                      flush=True)
+
 
 if __name__ == "__main__":
     main()

@@ -8,6 +8,12 @@ Writes `<model_prefix>.model` and `<model_prefix>.vocab`: a unigram model with
 symbols, trained on text preprocessed as for pretraining. Input files that are
 not text (TFRecords, JSON, binary) are skipped and named in the log. See
 `data_prep.vocab.train_vocab`.
+
+With `--runner=DataflowRunner` (or any Beam runner) the sentence sample is
+drawn by an Apache Beam pipeline reading the files in parallel, the same
+sample as the local read (`data_prep.beam_vocab`); SentencePiece then trains
+here. Beam's other pipeline options follow on the command line
+(`--temp_location` is where the sample travels back).
 """
 
 import dataclasses
@@ -15,6 +21,7 @@ from typing import Optional
 
 from absl import logging
 
+from data_prep import filesystems
 from data_prep import options as options_lib
 from data_prep import vocab
 from data_prep.options import option
@@ -27,7 +34,8 @@ class Options:
     input_file: str = option(
         None,
         "Text files: comma-separated paths or glob patterns, one sentence per "
-        "line (plain or gzip; gs:// and other tf.io.gfile paths work).",
+        "line (plain or gzip; gs:// works, through tf.io.gfile, or Beam's "
+        "FileSystems with --runner).",
         required=True)
     model_prefix: str = option(
         None, "Output prefix: writes <prefix>.model and .vocab.", required=True)
@@ -47,29 +55,44 @@ class Options:
     random_seed: int = option(12345, "Seed of the sentence sampling.")
     num_threads: Optional[int] = option(
         None, "Trainer threads (default: the CPU count).")
+    runner: Optional[str] = option(
+        None,
+        "Draw the sentence sample with an Apache Beam pipeline on this runner "
+        "(DirectRunner, DataflowRunner, FlinkRunner, SparkRunner, ...); "
+        "Beam's other pipeline options follow on the command line. Unset: "
+        "read the corpus here. The sample is the same.")
 
 
-def main(options):
-    """Runs `vocab.train_vocab` with the program's options.
+def main(options, pipeline_args=()):
+    """Runs `vocab.train_vocab` with the program's options (the sample drawn
+    on a Beam runner with `--runner`; `pipeline_args`: Beam's options).
 
     Raises:
         ValueError: bad input, or the SentencePiece trainer failed (its
             message, which names the problem).
     """
+    common = dict(
+        vocab_size=options.vocab_size,
+        do_lower_case=options.do_lower_case,
+        input_sentence_size=options.input_sentence_size,
+        character_coverage=options.character_coverage,
+        hard_vocab_limit=options.hard_vocab_limit,
+        seed=options.random_seed,
+        num_threads=options.num_threads)
     try:
-        model_path, vocab_path = vocab.train_vocab(
-            options.input_file, options.model_prefix,
-            vocab_size=options.vocab_size,
-            do_lower_case=options.do_lower_case,
-            input_sentence_size=options.input_sentence_size,
-            character_coverage=options.character_coverage,
-            hard_vocab_limit=options.hard_vocab_limit,
-            seed=options.random_seed,
-            num_threads=options.num_threads)
+        if options.runner:
+            filesystems.require_beam()
+            from data_prep import beam_vocab  # Imports Apache Beam.
+            model_path, vocab_path = beam_vocab.train_vocab(
+                options.input_file, options.model_prefix, options.runner,
+                pipeline_args, **common)
+        else:
+            model_path, vocab_path = vocab.train_vocab(
+                options.input_file, options.model_prefix, **common)
     except RuntimeError as e:  # Raised by the SentencePiece trainer.
         raise ValueError("SentencePiece training failed: %s" % e) from e
     logging.info("Wrote %s and %s.", model_path, vocab_path)
 
 
 if __name__ == "__main__":
-    options_lib.run(Options, main, doc=__doc__)
+    options_lib.run(Options, main, doc=__doc__, pass_through="runner")

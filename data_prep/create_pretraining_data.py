@@ -6,7 +6,7 @@ r"""Builds ALBERT pretraining TFRecords (MLM + SOP) from text.
         --dupe_factor=40 --num_workers=8 --num_output_shards=64
 
 The flags and defaults are those of the official ALBERT script, plus
-`--num_workers` and `--num_output_shards` (and a few memory/shuffle knobs).
+`--num_workers` and `--num_output_shards` (and a few memory knobs).
 Output: the shards (official schema, see `data_prep.schema`) and the
 statistics file `<directory>/<stem>.stats.json` (`data/train.stats.json`
 above), named so that a glob over the shards (`data/train.tfrecord*`) does
@@ -17,10 +17,18 @@ same `--output_file` once the new ones are complete (see `data_prep.output`).
 The same inputs and seed give byte-identical output whatever
 `--num_workers` is. See `data_prep.pipeline` for the data flow, the bounded
 memory and what the bounded shuffle means.
+
+Past one machine, `--runner=DataflowRunner` (or FlinkRunner, SparkRunner,
+DirectRunner, PrismRunner) runs the same work as an Apache Beam pipeline and
+writes the same bytes; the other Beam pipeline options (`--project`,
+`--region`, `--temp_location`, `--setup_file`, `--direct_num_workers`, ...)
+follow on the command line. See `data_prep.beam_pipeline` and the README.
 """
 
 import dataclasses
+from typing import Optional
 
+from data_prep import filesystems
 from data_prep import instances
 from data_prep import options as options_lib
 from data_prep import pipeline
@@ -35,7 +43,8 @@ class Options:
     input_file: str = option(
         None,
         "Input raw text: comma-separated paths or glob patterns (plain or "
-        "gzip; gs:// and other tf.io.gfile paths work). One sentence per "
+        "gzip; gs:// works, through tf.io.gfile, or Beam's FileSystems with "
+        "--runner). One sentence per "
         "line, a blank line between documents. Files that are not text "
         "(TFRecords, JSON, binary) are skipped.", required=True)
     output_file: str = option(
@@ -68,8 +77,8 @@ class Options:
         "Probability of creating sequences shorter than the maximum length.")
     num_workers: int = option(
         1,
-        "Worker processes (1: work in the main process). Does not change the "
-        "output.")
+        "Worker processes of the local builder (1: work in the main "
+        "process). Does not change the output.")
     num_output_shards: int = option(
         1,
         "Output shards when --output_file is a single path: "
@@ -79,10 +88,17 @@ class Options:
         1.0,
         "Text per work unit and per shuffle window, in MB. Memory grows with "
         "chunk_mb * dupe_factor * num_workers.")
-    shuffle_buffer_size: int = option(
-        10000,
-        "Records in the streaming shuffle buffer that mixes neighbouring "
-        "chunks.")
+    dynamic_masking: bool = option(
+        False,
+        "Write the records without masks (no masked_lm_* features), for "
+        "run_pretraining --dynamic_masking, which masks them afresh each "
+        "epoch.")
+    runner: Optional[str] = option(
+        None,
+        "Run as an Apache Beam pipeline on this runner (DirectRunner, "
+        "PrismRunner, DataflowRunner, FlinkRunner, SparkRunner, ...); Beam's "
+        "other pipeline options follow on the command line. Unset: the local "
+        "builder. Both write the same bytes.")
     max_line_bytes: int = option(
         reader.DEFAULT_MAX_LINE_BYTES,
         "Longer input lines are skipped (and counted).")
@@ -90,8 +106,9 @@ class Options:
         30.0, "Seconds between progress log lines.")
 
 
-def main(options):
-    """Runs `pipeline.create_pretraining_data` with the program's options.
+def main(options, pipeline_args=()):
+    """Runs the builder with the program's options: locally, or on a Beam
+    runner with `--runner` (`pipeline_args`: Beam's pipeline options).
 
     Returns:
         The statistics dict.
@@ -100,19 +117,26 @@ def main(options):
     instance_options = instances.InstanceOptions(**{
         field.name: getattr(options, field.name)
         for field in dataclasses.fields(instances.InstanceOptions)})
-    return pipeline.create_pretraining_data(
-        options.input_file, options.output_file, options.spm_model_file,
+    common = dict(
         options=instance_options,
         dupe_factor=options.dupe_factor,
         random_seed=options.random_seed,
         do_lower_case=options.do_lower_case,
-        num_workers=options.num_workers,
         num_output_shards=options.num_output_shards,
         chunk_bytes=max(1, int(options.chunk_mb * (1 << 20))),
-        shuffle_buffer_size=options.shuffle_buffer_size,
         max_line_bytes=options.max_line_bytes,
-        progress_interval_s=options.progress_interval_s)
+        dynamic_masking=options.dynamic_masking)
+    if options.runner:
+        filesystems.require_beam()
+        from data_prep import beam_pipeline  # Imports Apache Beam.
+        return beam_pipeline.create_pretraining_data(
+            options.input_file, options.output_file, options.spm_model_file,
+            runner=options.runner, pipeline_args=pipeline_args, **common)
+    return pipeline.create_pretraining_data(
+        options.input_file, options.output_file, options.spm_model_file,
+        num_workers=options.num_workers,
+        progress_interval_s=options.progress_interval_s, **common)
 
 
 if __name__ == "__main__":
-    options_lib.run(Options, main, doc=__doc__)
+    options_lib.run(Options, main, doc=__doc__, pass_through="runner")

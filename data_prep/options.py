@@ -154,7 +154,19 @@ def check_no_arguments(argv):
 USER_ERRORS = (ValueError, OSError)
 
 
-def run(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None):
+def _parse_known_flags(argv):
+    """Parses the program's flags and returns the rest of `argv` (unknown
+    flags included), with absl's usage message on a bad value."""
+    try:
+        return flags.FLAGS(argv, known_only=True)
+    except flags.Error as error:
+        sys.stderr.write(f"FATAL Flags parsing error: {error}\n")
+        sys.stderr.write("Pass --helpshort or --helpfull to see help on flags.\n")
+        sys.exit(1)
+
+
+def run(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None,
+        pass_through=None):
     """Defines the flags of `options_cls`, parses the command line and calls
     `main_fn(options)`.
 
@@ -163,6 +175,11 @@ def run(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None):
     the problem, prefixed by the program's name, and exit status 1 (the
     traceback is logged with `--verbosity=1`). `doc` (the program module's
     docstring) is what `--help` prints above the flags.
+
+    `pass_through` names a flag (such as `runner`): when it is set, the
+    arguments that are not the program's flags (another library's options,
+    such as Beam's pipeline options) are passed on, `main_fn(options, rest)`,
+    for that library to check; when it is not, they are refused as usual.
     """
     if doc:
         sys.modules["__main__"].__doc__ = doc
@@ -170,10 +187,19 @@ def run(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None):
     program = (argv or sys.argv)[0].rsplit("/", 1)[-1].removesuffix(".py")
 
     def main(args):
-        check_no_arguments(args)
         options = from_flags(options_cls)
+        passed_on = pass_through and getattr(options, pass_through)
+        if pass_through and len(args) > 1 and not passed_on:
+            raise app.UsageError(
+                "Unexpected arguments: %s (other libraries' options need "
+                "--%s)" % (" ".join(args[1:]), pass_through))
+        if not pass_through:
+            check_no_arguments(args)
         try:
-            main_fn(options)  # Its result is for library callers.
+            if passed_on:
+                main_fn(options, args[1:])
+            else:
+                main_fn(options)  # Its result is for library callers.
         except errors as e:
             logging.debug("%s", traceback.format_exc())  # --verbosity=1
             # The one line is the last word: what the failed work leaves
@@ -181,4 +207,7 @@ def run(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None):
             std_logging.getLogger("tensorflow").setLevel(std_logging.CRITICAL)
             sys.exit(f"{program}: error: {e}")
 
-    app.run(main, argv=argv)
+    if pass_through:
+        app.run(main, argv=argv, flags_parser=_parse_known_flags)
+    else:
+        app.run(main, argv=argv)

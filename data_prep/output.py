@@ -22,16 +22,29 @@ Replacing a run, never losing data:
   unfinished temporary files and the statistics file of the older naming
   (`<output_file>.stats.json`). A file is removed only if its content shows
   it is one of those outputs (TFRecord framing or the statistics JSON).
+
+Order and sharding, one rule for the local builder and the Beam pipeline
+(so both write the same bytes for the same input, seed and flags):
+- the output order is the chunks in corpus order (`reader.Chunk.key`: the
+  reading unit, then the chunk within it), each chunk's records in the
+  chunk's own seeded shuffled order;
+- the record at position p of that order goes to shard `p % num_shards`
+  (`shard_of`), so shard sizes differ by at most one record.
+The local builder deals records as they come (`ShardSet`). The Beam pipeline
+knows a chunk's position only once every earlier chunk is counted, so each
+chunk's records are stored grouped by their index modulo `num_shards`, and
+each shard then copies, chunk by chunk, the one group that falls to it
+(`data_prep.beam_pipeline`).
 """
 
 import json
 import os
 import posixpath
-import random
 import re
 
 from absl import logging
 
+from data_prep import filesystems
 from data_prep import reader
 from data_prep import tfrecord
 
@@ -68,7 +81,7 @@ def output_paths(output_file, num_output_shards=1):
 
 
 def _path_module(path):
-    return posixpath if reader.is_remote(path) else os.path
+    return posixpath if filesystems.is_remote(path) else os.path
 
 
 def stats_path(output_file):
@@ -88,21 +101,11 @@ def stats_path(output_file):
     return path_lib.join(directory, stem + STATS_SUFFIX)
 
 
-def _list_directory(directory):
-    """The names in `directory`; none when it does not exist yet."""
-    if reader.is_remote(directory):
-        import tensorflow as tf
-        if not tf.io.gfile.isdir(directory):
-            return []
-        return [n.rstrip("/") for n in tf.io.gfile.listdir(directory)]
-    directory = directory or "."
-    return os.listdir(directory) if os.path.isdir(directory) else []
-
-
-def _is_earlier_output(path, name_is_stats):
+def _is_earlier_output(path, name_is_stats, remote):
     """Whether the content of `path` shows it was written by the builder."""
     try:
-        data = reader.read_bytes(path) if name_is_stats else _head(path)
+        data = (reader.read_bytes(path, remote) if name_is_stats
+                else _head(path, remote))
     except (OSError, reader.InputError):  # Unreadable: not touched.
         return False
     if name_is_stats:
@@ -115,12 +118,12 @@ def _is_earlier_output(path, name_is_stats):
     return not data or tfrecord.is_record_header(data)
 
 
-def _head(path):
-    with reader.open_binary(path) as stream:
+def _head(path, remote):
+    with reader.open_binary(path, remote) as stream:
         return stream.read(tfrecord.HEADER_BYTES)
 
 
-def earlier_outputs(output_file, new_files):
+def earlier_outputs(output_file, new_files, remote=filesystems.GFILE):
     """Files of an earlier run of the same `--output_file` to remove.
 
     Only a single-path `output_file` has shards named after it (a list names
@@ -129,6 +132,7 @@ def earlier_outputs(output_file, new_files):
     Args:
         output_file: the `--output_file` value.
         new_files: the paths this run writes (kept).
+        remote: the backend of URLs (`data_prep.filesystems`).
 
     Returns:
         The paths, sorted: `<output_file>`, `<output_file>-NNNNN-of-NNNNN`,
@@ -145,21 +149,21 @@ def earlier_outputs(output_file, new_files):
     shard = re.compile(re.escape(base) + "(%s)?(%s)?$" % (
         _SHARD_PATTERN, re.escape(tfrecord.INCOMPLETE_SUFFIX)))
     old_stats = base + STATS_SUFFIX
-    names = _list_directory(directory)
+    names = filesystems.listdir(directory, remote)
     keep = set(new_files)
     found = []
     for name in sorted(names):
         path = path_lib.join(directory, name)
         if path in keep or not (shard.match(name) or name == old_stats):
             continue
-        if _is_earlier_output(path, name_is_stats=name == old_stats):
+        if _is_earlier_output(path, name == old_stats, remote):
             found.append(path)
     return found
 
 
 def _identities(path):
     """Keys equal for two names of one file: resolved path, device+inode."""
-    if reader.is_remote(path):
+    if filesystems.is_remote(path):
         return {path}
     keys = {os.path.realpath(path)}
     try:
@@ -195,44 +199,24 @@ def check_not_inputs(input_paths, touched_paths):
                     "input_file pattern matches." % (path, alias))
 
 
-def remove_earlier_outputs(paths, output_file):
-    """Removes the files `earlier_outputs` found, logging them in one line."""
+def remove_earlier_outputs(paths, output_file, remote=filesystems.GFILE):
+    """Removes the files `earlier_outputs` found, logging them in one line.
+
+    A file already gone (a retried commit) is passed over.
+    """
     if not paths:
         return
     for path in paths:
-        if reader.is_remote(path):
-            import tensorflow as tf
-            tf.io.gfile.remove(path)
-        else:
-            os.remove(path)
+        if filesystems.exists(path, remote):
+            filesystems.remove(path, remote)
     logging.info("Removed %d files of an earlier run of %s: %s", len(paths),
                  output_file, ", ".join(paths))
 
 
-class ShuffleBuffer:
-    """A seeded streaming shuffle of at most `size` items."""
-
-    def __init__(self, size, seed):
-        self._size = size
-        self._items = []
-        self._rng = random.Random(seed)
-
-    def push(self, item):
-        """Adds an item; returns one that leaves the buffer, or None."""
-        if self._size <= 0:
-            return item
-        if len(self._items) < self._size:
-            self._items.append(item)
-            return None
-        slot = self._rng.randrange(self._size)
-        out, self._items[slot] = self._items[slot], item
-        return out
-
-    def drain(self):
-        """Returns the remaining items in random order."""
-        items, self._items = self._items, []
-        self._rng.shuffle(items)
-        return items
+def shard_of(position, num_shards):
+    """The shard of the record at `position` of the output order (the
+    sharding rule: round-robin, see the module docstring)."""
+    return position % num_shards
 
 
 class ShardSet:
@@ -243,14 +227,15 @@ class ShardSet:
 
     Args:
         paths: the final shard paths.
+        remote: the backend of URLs.
     """
 
-    def __init__(self, paths):
+    def __init__(self, paths, remote=filesystems.GFILE):
         self._writers = []
         self.written = 0
         try:
             for path in paths:
-                self._writers.append(tfrecord.ShardWriter(path))
+                self._writers.append(tfrecord.ShardWriter(path, remote))
         except BaseException:
             self.abort()
             raise
@@ -262,7 +247,7 @@ class ShardSet:
 
     def write(self, frame):
         """Appends one framed record to the next shard."""
-        self._writers[self.written % len(self._writers)].write(frame)
+        self._writers[shard_of(self.written, len(self._writers))].write(frame)
         self.written += 1
 
     def commit(self):

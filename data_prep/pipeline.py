@@ -2,36 +2,40 @@
 
 Data flow (memory stays bounded whatever the corpus size):
 
-    files --(reader.iter_chunks: whole documents, ~chunk_bytes each)-->
+    files --(reader.plan_units, reader.iter_chunks: whole documents,
+             ~chunk_bytes each)-->
     chunk --(worker: preprocess, SentencePiece once per line, pairs for every
              dupe, shuffle within the chunk, mask, encode, frame)--> records
-    --(main: shuffle buffer --> round-robin over output shards)--> files
+    --(main: round-robin over output shards, in chunk order)--> files
+
+This is the local runner. `data_prep.beam_pipeline` runs the same chunk
+work (`ChunkProcessor`) as Apache Beam transforms and writes the same bytes.
 
 Reproducibility: chunk boundaries depend only on the input, each chunk draws
-from generators seeded by `(random_seed, chunk index)`, results are consumed
-in chunk order and the main process shuffles with its own seeded generator.
-So the output is byte-identical for a given input and seed whatever
-`num_workers` is.
+from generators seeded by `(random_seed, chunk key)`, and records go to the
+shards by one rule (`data_prep.output`: chunk order, then the chunk's
+shuffled order, dealt round-robin). So the output is byte-identical for a
+given input and seed whatever `num_workers` is, and on any Beam runner.
 
-What the bounded shuffle means for example order. The official script
-shuffles all instances of the whole corpus (and needs them all in memory).
-Here:
-- the instances of one chunk (all `dupe_factor` copies of its documents)
-  are shuffled together;
-- a shuffle buffer of `shuffle_buffer_size` records then mixes neighbouring
-  chunks: a record leaves the buffer at a random later time, so records of a
-  chunk spread over roughly the next `shuffle_buffer_size` outputs;
-- records are dealt round-robin to the output shards.
-So the output is shuffled locally, not globally: corpus order survives at the
-scale of many chunks (early files come out first, across all shards), and
-the duplicates of a document (its different maskings) sit within about one
-chunk plus one buffer of each other. Training should shuffle the shard files
-and interleave them, with its own shuffle buffer, as the ALBERT input
-pipeline does; shuffle the input files beforehand if the corpus is ordered
-(by topic, source or date).
+What the shuffle means for example order. The official script shuffles all
+instances of the whole corpus (and needs them all in memory). Here the
+instances of one chunk (all `dupe_factor` copies of its documents, about
+`chunk_bytes` of text) are shuffled together, and chunks follow each other
+in corpus order. So the output is shuffled locally, not globally: corpus
+order survives at the scale of chunks, and the duplicates of a document (its
+different maskings) sit within one chunk. A larger `chunk_bytes` widens the
+window (memory grows with it). Training should shuffle the shard files and
+interleave them, with its own shuffle buffer, as the ALBERT input pipeline
+does; shuffle the input files beforehand if the corpus is ordered (by topic,
+source or date).
+
+`dynamic_masking` writes the records without masks (`input_ids`,
+`input_mask`, `segment_ids`, `token_boundary`, `next_sentence_labels`), for
+`run_pretraining --dynamic_masking`, which masks them afresh each epoch with
+the same rules.
 
 Memory: at most `2 * num_workers` chunks are in flight (their text and
-records), plus the shuffle buffer.
+records).
 """
 
 import collections
@@ -39,7 +43,6 @@ import dataclasses
 import itertools
 import json
 import multiprocessing
-import os
 import random
 import sys
 import time
@@ -47,12 +50,14 @@ import time
 import numpy as np
 from absl import logging
 
+from data_prep import filesystems
 from data_prep import instances as instances_lib
 from data_prep import masking
 from data_prep import output as output_lib
 from data_prep import progress
 from data_prep import reader
 from data_prep import schema
+from data_prep import static_masking
 from data_prep import statistics as stats_lib
 from data_prep import text as text_lib
 from data_prep import tfrecord
@@ -71,6 +76,7 @@ class ChunkSettings:
     dupe_factor: int
     random_seed: int
     do_lower_case: bool
+    dynamic_masking: bool = False
 
 
 class ChunkProcessor:
@@ -98,7 +104,7 @@ class ChunkProcessor:
         settings, options = self.settings, self.settings.options
         counters = dict.fromkeys(stats_lib.COUNTER_NAMES, 0)
         counters["chunks"] = 1
-        seeds = np.random.SeedSequence([settings.random_seed, chunk.index])
+        seeds = np.random.SeedSequence([settings.random_seed, *chunk.key])
         np_seed, py_seed = seeds.spawn(2)
         np_rng = np.random.Generator(np.random.PCG64(np_seed))
         py_rng = random.Random(int(py_seed.generate_state(1, np.uint64)[0]))
@@ -145,12 +151,18 @@ class ChunkProcessor:
         frames = []
         for start in range(0, len(pairs), self.batch_size):
             batch = pairs.take(slice(start, start + self.batch_size))
-            features, stats = instances_lib.assemble_and_mask(
-                flat_ids, batch, options, self.start_table, self.vocab_size,
-                np_rng)
+            if settings.dynamic_masking:
+                features = instances_lib.assemble(
+                    flat_ids, batch, options.max_seq_length, self.start_table)
+                stats = static_masking.token_counts(features)
+            else:
+                features, stats = instances_lib.assemble_and_mask(
+                    flat_ids, batch, options, self.start_table,
+                    self.vocab_size, np_rng)
+                ngram_counts = [a + b for a, b in
+                                zip(ngram_counts, stats["ngram_counts"])]
             for key in ("tokens", "maskable_tokens", "masked_tokens"):
-                counters[key] += stats[key]
-            ngram_counts = [a + b for a, b in zip(ngram_counts, stats["ngram_counts"])]
+                counters[key] += stats.get(key, 0)
             frames.extend(tfrecord.frame_records(schema.encode_examples(features)))
         counters["ngram_counts"] = ngram_counts
         return frames, counters
@@ -188,30 +200,55 @@ def _process_parallel(chunks, settings, num_workers):
 
 
 @dataclasses.dataclass
-class _Plan:
-    """What a run reads, writes and replaces (all checked before writing)."""
+class Plan:
+    """What a run reads, writes and replaces (all checked before writing).
+
+    Attributes:
+        inputs: the text files, in corpus order.
+        units: the reading units (`reader.plan_units`).
+        input_bytes: the inputs' total size.
+        model_proto: the SentencePiece model's bytes.
+        shard_paths: the final shard paths.
+        stats_path: the statistics file.
+        earlier: files of an earlier run to remove once this one is done.
+    """
 
     inputs: list
+    units: list
+    input_bytes: int
     model_proto: bytes
     shard_paths: list
     stats_path: str
     earlier: list
 
 
-def _plan(input_file, output_file, spm_model_file, options, dupe_factor,
-          num_output_shards):
+def plan_run(input_file, output_file, spm_model_file, options, dupe_factor,
+             num_output_shards, chunk_bytes, remote=filesystems.GFILE):
     """Validates the arguments and resolves every path of a run.
+
+    Args:
+        input_file, output_file, spm_model_file, options, dupe_factor,
+            num_output_shards, chunk_bytes: see `create_pretraining_data`.
+        remote: the backend of URLs (`data_prep.filesystems`).
+
+    Returns:
+        A `Plan`.
 
     Raises:
         ValueError: bad options, or an output that is also an input.
-        reader.InputError, vocab.SpecialPiecesError: see the caller.
+        reader.InputError, vocab.SpecialPiecesError: see
+            `create_pretraining_data`.
     """
     options.validate()
     if dupe_factor < 1:
         raise ValueError("dupe_factor must be >= 1. Received: %d" % dupe_factor)
-    inputs = reader.text_files(reader.expand_input_patterns(input_file))
+    if chunk_bytes < 1:
+        raise ValueError("chunk_bytes must be >= 1. Received: %d" % chunk_bytes)
+    inputs = reader.text_files(reader.expand_input_patterns(input_file, remote),
+                               remote)
+    sizes = reader.file_sizes(inputs, remote)
     try:
-        model_proto = reader.read_bytes(spm_model_file)
+        model_proto = reader.read_bytes(spm_model_file, remote)
     except OSError as e:
         raise vocab.SpecialPiecesError(
             "Cannot read SentencePiece model %r: %s" % (spm_model_file, e)) from None
@@ -219,23 +256,35 @@ def _plan(input_file, output_file, spm_model_file, options, dupe_factor,
     shard_paths = output_lib.output_paths(output_file, num_output_shards)
     stats = output_lib.stats_path(output_file)
     written = shard_paths + [stats]
-    earlier = output_lib.earlier_outputs(output_file, written)
+    earlier = output_lib.earlier_outputs(output_file, written, remote)
     output_lib.check_not_inputs(
         inputs, written + output_lib.ShardSet.temporary_paths(written) + earlier)
-    return _Plan(inputs, model_proto, shard_paths, stats, earlier)
+    return Plan(inputs, reader.plan_units(inputs, sizes, chunk_bytes),
+                sum(sizes), model_proto, shard_paths, stats, earlier)
 
 
-def _total_bytes(paths):
-    """Sizes of the local inputs, summed (None if one cannot be sized)."""
-    try:
-        return sum(os.path.getsize(path) for path in paths)
-    except OSError:
-        return None
+def run_settings(options, dupe_factor, random_seed, do_lower_case,
+                 num_output_shards, chunk_bytes, dynamic_masking):
+    """The settings recorded in the statistics file (everything that shapes
+    the bytes written)."""
+    return dict(dataclasses.asdict(options), dupe_factor=dupe_factor,
+                random_seed=random_seed, do_lower_case=do_lower_case,
+                num_output_shards=num_output_shards, chunk_bytes=chunk_bytes,
+                dynamic_masking=dynamic_masking)
 
 
-def _write_shards(results, shard_paths, buffer, totals, read_counters,
+def no_instances_error(read_counters, one_sentence_documents):
+    """The error of a run that built no instance at all."""
+    return reader.InputError(
+        "No instances could be built from %d input files: every document was "
+        "empty or had a single sentence (%d one-sentence documents, %d lines "
+        "read)." % (read_counters.files, one_sentence_documents,
+                    read_counters.lines))
+
+
+def _write_shards(results, shard_paths, totals, read_counters,
                   progress_interval_s, total_bytes=None):
-    """Shuffles the workers' records into the shards and commits them.
+    """Deals the workers' records to the shards and commits them.
 
     Returns:
         Records written to each shard.
@@ -257,9 +306,7 @@ def _write_shards(results, shard_paths, buffer, totals, read_counters,
             bar_bytes = read_counters.bytes
             bar.set_postfix_str("%d instances" % totals.counts["instances"])
             for frame in frames:
-                frame = buffer.push(frame)
-                if frame is not None:
-                    shards.write(frame)
+                shards.write(frame)
             now = time.time()
             if now - last_log >= progress_interval_s and not interactive:
                 last_log = now
@@ -269,15 +316,9 @@ def _write_shards(results, shard_paths, buffer, totals, read_counters,
                     "instances (%.0f instances/s).", count["chunks"],
                     count["documents"], read_counters.bytes / 1e6,
                     count["instances"], count["instances"] / (now - start_time))
-        for frame in buffer.drain():
-            shards.write(frame)
         if not shards.written:
-            raise reader.InputError(
-                "No instances could be built from %d input files: every "
-                "document was empty or had a single sentence (%d one-sentence "
-                "documents, %d lines read)." % (
-                    read_counters.files, totals.counts["one_sentence_documents"],
-                    read_counters.lines))
+            raise no_instances_error(
+                read_counters, totals.counts["one_sentence_documents"])
         shards.commit()
     except BaseException:
         shards.abort()
@@ -291,9 +332,9 @@ def create_pretraining_data(
         input_file, output_file, spm_model_file,
         options=instances_lib.InstanceOptions(), dupe_factor=40,
         random_seed=12345, do_lower_case=True, num_workers=1,
-        num_output_shards=1, chunk_bytes=1 << 20, shuffle_buffer_size=10000,
+        num_output_shards=1, chunk_bytes=1 << 20,
         max_line_bytes=reader.DEFAULT_MAX_LINE_BYTES,
-        progress_interval_s=30.0):
+        progress_interval_s=30.0, dynamic_masking=False):
     """Builds pretraining TFRecords (official schema) and a statistics file.
 
     Inputs that are not text (TFRecords, JSON, binary) are skipped and
@@ -313,9 +354,10 @@ def create_pretraining_data(
             change the output.
         num_output_shards: shards when `output_file` is a single path.
         chunk_bytes: text per work unit and shuffle window (characters).
-        shuffle_buffer_size: records in the cross-chunk shuffle buffer.
         max_line_bytes: longer lines are skipped (and counted).
         progress_interval_s: seconds between progress log lines.
+        dynamic_masking: write records without masks (see the module
+            docstring).
 
     Returns:
         The statistics dict (also written to `output.stats_path(output_file)`,
@@ -327,29 +369,26 @@ def create_pretraining_data(
         ValueError: bad options, or an output that is also an input (nothing
             is written then).
     """
-    plan = _plan(input_file, output_file, spm_model_file, options, dupe_factor,
-                 num_output_shards)
+    plan = plan_run(input_file, output_file, spm_model_file, options,
+                    dupe_factor, num_output_shards, chunk_bytes)
     settings = ChunkSettings(plan.model_proto, options, dupe_factor,
-                             random_seed, do_lower_case)
+                             random_seed, do_lower_case, dynamic_masking)
     logging.info("Reading %d input files; writing %d shards (%s%s); %d workers.",
                  len(plan.inputs), len(plan.shard_paths), plan.shard_paths[0],
                  ", ..." if len(plan.shard_paths) > 1 else "",
                  max(1, num_workers))
 
     read_counters = reader.ReadCounters()
-    chunks = reader.iter_chunks(plan.inputs, read_counters, chunk_bytes,
-                                max_line_bytes)
+    chunks = reader.iter_corpus_chunks(plan.units, read_counters, chunk_bytes,
+                                       max_line_bytes)
     results = (_process_parallel(chunks, settings, num_workers)
                if num_workers > 1 else map(ChunkProcessor(settings), chunks))
     totals = stats_lib.Totals(options.ngram)
     start_time = time.time()
     try:
         records_per_shard = _write_shards(
-            results, plan.shard_paths,
-            output_lib.ShuffleBuffer(shuffle_buffer_size,
-                                     "%d-shuffle" % random_seed),
-            totals, read_counters, progress_interval_s,
-            _total_bytes(plan.inputs))
+            results, plan.shard_paths, totals, read_counters,
+            progress_interval_s, plan.input_bytes)
     finally:
         if hasattr(results, "close"):
             results.close()  # Stops the worker pool, if any.
@@ -358,10 +397,8 @@ def create_pretraining_data(
     stats_lib.add_run(
         stats, plan.inputs, plan.shard_paths, records_per_shard,
         time.time() - start_time,
-        dict(dataclasses.asdict(options), dupe_factor=dupe_factor,
-             random_seed=random_seed, do_lower_case=do_lower_case,
-             num_output_shards=len(plan.shard_paths), chunk_bytes=chunk_bytes,
-             shuffle_buffer_size=shuffle_buffer_size))
+        run_settings(options, dupe_factor, random_seed, do_lower_case,
+                     len(plan.shard_paths), chunk_bytes, dynamic_masking))
     tfrecord.write_text_atomically(plan.stats_path,
                                    json.dumps(stats, indent=2) + "\n")
     output_lib.remove_earlier_outputs(plan.earlier, output_file)

@@ -3,11 +3,15 @@
 Input format (as the official ALBERT/BERT data script): one sentence per line,
 a blank (or whitespace-only) line between documents. The end of a file also
 ends a document. Files may be plain or gzip text (detected from the content),
-local or anything `tf.io.gfile` opens (paths holding "://", such as gs://).
+local or URLs such as gs:// (through `data_prep.filesystems`: every function
+here takes the backend as `remote`).
 
 Nothing here holds more than one chunk of text: lines stream from the files
 and `iter_chunks` groups whole documents into chunks of about `chunk_bytes`
-characters.
+characters. The corpus is first cut into reading units (`plan_units`):
+runs of consecutive files of at least `chunk_bytes` bytes together, so a
+Beam pipeline reads the units in parallel while small files still share
+chunks; chunk boundaries depend only on the input and `chunk_bytes`.
 Bad input is either a clear `InputError` (missing or unreadable files, a
 pattern matching nothing) or a counted and logged skip (`ReadCounters`:
 non-UTF-8 lines, lines over `max_line_bytes`, empty files). Files that are
@@ -17,7 +21,6 @@ reading, so a glob that also covers earlier outputs reads only the corpus.
 """
 
 import dataclasses
-import glob
 import gzip
 import io
 import os
@@ -25,6 +28,7 @@ import zlib
 
 from absl import logging
 
+from data_prep import filesystems
 from data_prep import tfrecord
 
 _BUFFER_SIZE = 1 << 20
@@ -38,18 +42,14 @@ class InputError(ValueError):
     """The input files cannot be used (missing, unreadable, no text)."""
 
 
-def is_remote(path):
-    """Returns whether `path` goes through `tf.io.gfile` (holds "://")."""
-    return "://" in path
-
-
-def expand_input_patterns(input_patterns):
+def expand_input_patterns(input_patterns, remote=filesystems.GFILE):
     """Expands comma-separated paths and glob patterns to a list of files.
 
     Order: patterns in the order given, each pattern's matches sorted.
 
     Args:
         input_patterns: a comma-separated string or a list of strings.
+        remote: the backend of URLs (`data_prep.filesystems`).
 
     Returns:
         The list of file paths.
@@ -65,17 +65,13 @@ def expand_input_patterns(input_patterns):
         raise InputError("No input files given.")
     paths = []
     for pattern in patterns:
-        if is_remote(pattern):
-            import tensorflow as tf
-            matches = sorted(tf.io.gfile.glob(pattern))
-        else:
-            matches = sorted(glob.glob(pattern))
+        matches = filesystems.glob(pattern, remote)
         if not matches:
             raise InputError("No file matches input pattern %r." % pattern)
         paths.extend(matches)
     problems = []
     for path in paths:
-        if is_remote(path):
+        if filesystems.is_remote(path):
             continue  # Opening reports remote problems.
         if not os.path.isfile(path):
             problems.append("%s is not a file" % path)
@@ -86,14 +82,14 @@ def expand_input_patterns(input_patterns):
     return paths
 
 
-def _not_text_reason(path):
+def _not_text_reason(path, remote):
     """Why `path` is not a text input (a short phrase), or None if it is."""
     name = path.rstrip("/").rsplit("/", 1)[-1]
     if name.endswith(tfrecord.INCOMPLETE_SUFFIX):
         return "an unfinished output"
     if name.endswith(".json"):
         return "JSON"
-    with open_binary(path) as stream:  # Decompresses gzip.
+    with open_binary(path, remote) as stream:  # Decompresses gzip.
         try:
             head = stream.read(_SNIFF_BYTES)
         except (OSError, EOFError, zlib.error) as e:
@@ -107,11 +103,12 @@ def _not_text_reason(path):
     return None
 
 
-def text_files(paths):
+def text_files(paths, remote=filesystems.GFILE):
     """Drops the inputs that are not text, logging them in one line.
 
     Args:
         paths: file paths (from `expand_input_patterns`).
+        remote: the backend of URLs.
 
     Returns:
         The text files, in order.
@@ -122,7 +119,7 @@ def text_files(paths):
     """
     kept, dropped = [], []
     for path in paths:
-        reason = _not_text_reason(path)
+        reason = _not_text_reason(path, remote)
         if reason:
             dropped.append("%s (%s)" % (path, reason))
         else:
@@ -136,30 +133,12 @@ def text_files(paths):
     return kept
 
 
-class _GFileRaw(io.RawIOBase):
-    """A raw stream over a `tf.io.gfile.GFile`, for `io.BufferedReader`."""
-
-    def __init__(self, gfile):
-        self._gfile = gfile
-
-    def readable(self):
-        return True
-
-    def readinto(self, buffer):
-        data = self._gfile.read(len(buffer))
-        buffer[:len(data)] = data
-        return len(data)
-
-    def close(self):
-        self._gfile.close()
-        super().close()
-
-
-def open_binary(path):
+def open_binary(path, remote=filesystems.GFILE):
     """Opens a plain or gzip file for buffered binary reading.
 
     Args:
-        path: a local path or a `tf.io.gfile` URL.
+        path: a local path or a URL.
+        remote: the backend of URLs.
 
     Returns:
         A binary file object with `readline(limit)`.
@@ -168,31 +147,29 @@ def open_binary(path):
         InputError: the file cannot be opened.
     """
     try:
-        if is_remote(path):
-            import tensorflow as tf
-            stream = io.BufferedReader(
-                _GFileRaw(tf.io.gfile.GFile(path, "rb")), _BUFFER_SIZE)
-        else:
-            stream = open(path, "rb", buffering=_BUFFER_SIZE)
+        stream = filesystems.open_read(path, remote, _BUFFER_SIZE)
         if stream.peek(2)[:2] == b"\x1f\x8b":
             stream = io.BufferedReader(
                 gzip.GzipFile(fileobj=stream, mode="rb"), _BUFFER_SIZE)
-    except Exception as e:  # OSError locally, tf.errors.* remotely.
+    except Exception as e:  # OSError locally, the backend's errors remotely.
         raise InputError("Cannot open input file %s: %s" % (path, e)) from None
     return stream
 
 
-def read_bytes(path):
-    """Returns the whole content of a local or `tf.io.gfile` file."""
-    if is_remote(path):
-        import tensorflow as tf
-        try:
-            with tf.io.gfile.GFile(path, "rb") as f:
-                return f.read()
-        except Exception as e:
-            raise OSError(str(e)) from None
-    with open(path, "rb") as f:
-        return f.read()
+def read_bytes(path, remote=filesystems.GFILE):
+    """Returns the whole content of a local file or a URL.
+
+    Raises:
+        OSError: the file cannot be read (the backend's message).
+    """
+    if not filesystems.is_remote(path):
+        with open(path, "rb") as f:
+            return f.read()
+    try:
+        with filesystems.open_read(path, remote) as f:
+            return f.read()
+    except Exception as e:
+        raise OSError(str(e)) from None
 
 
 @dataclasses.dataclass
@@ -222,9 +199,11 @@ class ReadCounters:
         for kind in ("empty_files", "non_utf8_lines", "overlong_lines"):
             count = getattr(self, kind)
             if count:
-                logging.warning("Skipped %d %s (first: %s).", count,
+                first = self.examples.get(kind)
+                logging.warning("Skipped %d %s%s.", count,
                                 kind.replace("_", " "),
-                                ", ".join(self.examples.get(kind, [])))
+                                " (first: %s)" % ", ".join(first) if first
+                                else "")
 
     def as_dict(self):
         """Returns the counts as a plain dict (no examples)."""
@@ -232,26 +211,41 @@ class ReadCounters:
         result.pop("examples")
         return result
 
+    def merge(self, other):
+        """Adds the counts (and the first examples) of another reader's
+        `ReadCounters` to these, as when several units are read apart."""
+        for name, value in other.as_dict().items():
+            setattr(self, name, getattr(self, name) + value)
+        for kind, seen in other.examples.items():
+            mine = self.examples.setdefault(kind, [])
+            mine.extend(seen[:_MAX_LOGGED_EXAMPLES - len(mine)])
+        return self
 
-def iter_file_lines(path, counters, max_line_bytes=DEFAULT_MAX_LINE_BYTES):
-    """Yields the decoded lines of one file (newline removed).
 
-    Non-UTF-8 lines and lines over `max_line_bytes` are skipped and counted.
+def iter_numbered_lines(path, counters, max_line_bytes=DEFAULT_MAX_LINE_BYTES,
+                        remote=filesystems.GFILE):
+    """Yields `(line number, line)` for the decoded lines of one file.
+
+    Line numbers count from 1 and include the skipped lines, so they name
+    the same line whoever reads the file. Non-UTF-8 lines and lines over
+    `max_line_bytes` are skipped and counted.
 
     Args:
-        path: a file path.
+        path: a file path or URL.
         counters: a `ReadCounters`, updated in place.
         max_line_bytes: longest line kept, in bytes.
+        remote: the backend of URLs.
 
     Yields:
-        `str` lines, blank ones included.
+        `(int, str)`: the line number and the line, newline removed, blank
+        ones included.
 
     Raises:
         InputError: the file cannot be opened or read (corrupt gzip...).
     """
     counters.files += 1
     file_lines = 0
-    with open_binary(path) as stream:
+    with open_binary(path, remote) as stream:
         line_number = 0
         while True:
             try:
@@ -279,16 +273,67 @@ def iter_file_lines(path, counters, max_line_bytes=DEFAULT_MAX_LINE_BYTES):
                               "%s:%d (%s)" % (path, line_number, e.reason))
                 continue
             file_lines += 1
-            yield line.rstrip("\r\n")
+            yield line_number, line.rstrip("\r\n")
     counters.lines += file_lines
     if not line_number:
         counters.note("empty_files", path)
 
 
-def iter_lines(paths, counters, max_line_bytes=DEFAULT_MAX_LINE_BYTES):
+def iter_file_lines(path, counters, max_line_bytes=DEFAULT_MAX_LINE_BYTES,
+                    remote=filesystems.GFILE):
+    """Yields the decoded lines of one file (see `iter_numbered_lines`)."""
+    for _, line in iter_numbered_lines(path, counters, max_line_bytes, remote):
+        yield line
+
+
+def iter_lines(paths, counters, max_line_bytes=DEFAULT_MAX_LINE_BYTES,
+               remote=filesystems.GFILE):
     """Yields the decoded lines of several files in order (see above)."""
     for path in paths:
-        yield from iter_file_lines(path, counters, max_line_bytes)
+        yield from iter_file_lines(path, counters, max_line_bytes, remote)
+
+
+def plan_units(paths, sizes, chunk_bytes):
+    """Cuts the file list into reading units.
+
+    A unit is a run of consecutive files whose sizes add up to at least
+    `chunk_bytes` (the last unit may hold less). Chunks never span two
+    units, so units can be read apart (in parallel, by a Beam pipeline)
+    while small files still share chunks with their neighbours.
+
+    Args:
+        paths: the input files, in corpus order.
+        sizes: their sizes in bytes, as stored (compressed for gzip).
+        chunk_bytes: the chunk size (see `iter_chunks`).
+
+    Returns:
+        A list of lists of paths, in corpus order.
+    """
+    units, current, current_size = [], [], 0
+    for path, size in zip(paths, sizes):
+        current.append(path)
+        current_size += size
+        if current_size >= chunk_bytes:
+            units.append(current)
+            current, current_size = [], 0
+    if current:
+        units.append(current)
+    return units
+
+
+def file_sizes(paths, remote=filesystems.GFILE):
+    """The sizes of the input files, in bytes.
+
+    Raises:
+        InputError: a file cannot be sized.
+    """
+    sizes = []
+    for path in paths:
+        try:
+            sizes.append(filesystems.size(path, remote))
+        except Exception as e:  # OSError locally, the backend's errors remotely.
+            raise InputError("Cannot read input file %s: %s" % (path, e)) from None
+    return sizes
 
 
 @dataclasses.dataclass
@@ -296,19 +341,27 @@ class Chunk:
     """Whole documents of the corpus, the unit of work and of shuffling.
 
     Attributes:
-        index: position of the chunk in the corpus (0, 1, ...).
+        index: position of the chunk in its reading unit (0, 1, ...).
         lines: the sentences, documents one after the other.
         doc_starts: index in `lines` where each document starts.
+        unit: the reading unit (`plan_units`) the chunk comes from.
     """
 
     index: int
     lines: list
     doc_starts: list
+    unit: int = 0
+
+    @property
+    def key(self):
+        """`(unit, index)`: the chunk's place in the corpus and its seed."""
+        return self.unit, self.index
 
 
 def iter_chunks(paths, counters, chunk_bytes,
-                max_line_bytes=DEFAULT_MAX_LINE_BYTES):
-    """Groups the corpus into chunks of whole documents.
+                max_line_bytes=DEFAULT_MAX_LINE_BYTES, unit=0,
+                remote=filesystems.GFILE):
+    """Groups the files of one reading unit into chunks of whole documents.
 
     A chunk closes at the first document end after it holds `chunk_bytes`
     characters of text (newlines included). A document that alone reaches
@@ -318,10 +371,12 @@ def iter_chunks(paths, counters, chunk_bytes,
     any number of workers.
 
     Args:
-        paths: the input files.
+        paths: the input files of the unit.
         counters: a `ReadCounters`, updated in place.
         chunk_bytes: target size of a chunk, in characters.
         max_line_bytes: longest line kept, in bytes.
+        unit: the unit's index, stored in each chunk.
+        remote: the backend of URLs.
 
     Yields:
         `Chunk`s.
@@ -338,7 +393,7 @@ def iter_chunks(paths, counters, chunk_bytes,
         doc_size = 0
 
     for path in paths:
-        for line in iter_file_lines(path, counters, max_line_bytes):
+        for line in iter_file_lines(path, counters, max_line_bytes, remote):
             if not line.strip():
                 close_document()
             else:
@@ -352,13 +407,22 @@ def iter_chunks(paths, counters, chunk_bytes,
                     counters.split_documents += 1
                     close_document()
             if not doc_size and chunk_size >= chunk_bytes:
-                yield Chunk(index, lines, doc_starts)
+                yield Chunk(index, lines, doc_starts, unit)
                 index += 1
                 lines, doc_starts, chunk_size = [], [], 0
         close_document()  # A file end ends a document.
         if chunk_size >= chunk_bytes:
-            yield Chunk(index, lines, doc_starts)
+            yield Chunk(index, lines, doc_starts, unit)
             index += 1
             lines, doc_starts, chunk_size = [], [], 0
     if lines:
-        yield Chunk(index, lines, doc_starts)
+        yield Chunk(index, lines, doc_starts, unit)
+
+
+def iter_corpus_chunks(units, counters, chunk_bytes,
+                       max_line_bytes=DEFAULT_MAX_LINE_BYTES,
+                       remote=filesystems.GFILE):
+    """Yields the chunks of every reading unit, in corpus order."""
+    for unit, paths in enumerate(units):
+        yield from iter_chunks(paths, counters, chunk_bytes, max_line_bytes,
+                               unit, remote)

@@ -139,10 +139,8 @@ def mask_records(features, options, vocab_size, rng):
     Returns:
         `(features, stats)`: features adds the masked `input_ids` and
         `masked_lm_positions`, `masked_lm_ids`, `masked_lm_weights` `[N, P]`;
-        stats is a dict with `tokens`, `maskable_tokens` (the text's tokens:
-        all but `[CLS]`, `[SEP]` and padding, `<unk>` included, so the masked
-        fraction compares with the official figure), `masked_tokens` and
-        `ngram_counts` (list, index n).
+        stats is a dict with `tokens` and `maskable_tokens`
+        (`token_counts`), `masked_tokens` and `ngram_counts` (list, index n).
     """
     ids = features["input_ids"].copy()
     count, max_pred = ids.shape[0], options.max_predictions_per_seq
@@ -176,11 +174,26 @@ def mask_records(features, options, vocab_size, rng):
     out["masked_lm_positions"][masked_row, rank] = masked_pos
     out["masked_lm_ids"][masked_row, rank] = original
     out["masked_lm_weights"][masked_row, rank] = 1.0
-    stats = {
-        "tokens": int(seq_len.sum()),
+    stats = dict(token_counts(features), masked_tokens=total,
+                 ngram_counts=ngram_counts)
+    return out, stats
+
+
+def token_counts(features):
+    """The `tokens` and `maskable_tokens` of laid-out records.
+
+    Args:
+        features: records as `instances.assemble` lays them out (masked or
+            not: `[MASK]` and random ids count as text).
+
+    Returns:
+        A dict: `tokens` (all tokens but padding) and `maskable_tokens` (the
+        text's tokens: all but `[CLS]`, `[SEP]` and padding, `<unk>`
+        included, so the masked fraction compares with the official figure).
+    """
+    in_sequence = features["input_mask"] != 0
+    return {
+        "tokens": int(in_sequence.sum()),
         "maskable_tokens": int((in_sequence & ~np.isin(
             features["input_ids"], (vocab.CLS_ID, vocab.SEP_ID))).sum()),
-        "masked_tokens": total,
-        "ngram_counts": ngram_counts,
     }
-    return out, stats

@@ -1,7 +1,8 @@
 """The statistics of a pretraining-data run: counters, totals, the file.
 
 Workers count what they see per chunk (`COUNTER_NAMES`, plus an n-gram
-histogram); the main process sums them (`Totals`) and writes one JSON file
+histogram); the main process sums them (`Totals`; a Beam pipeline combines
+partial sums with `merge`) and writes one JSON file
 beside the shards (its name: `data_prep.output.stats_path`) with the counts,
 the fractions that show the masking and pairing worked as intended, what was
 skipped and the run's settings.
@@ -32,6 +33,11 @@ class Totals:
             self.counts[key] += counters[key]
         self.ngram_counts = [a + b for a, b in
                              zip(self.ngram_counts, counters["ngram_counts"])]
+
+    def merge(self, other):
+        """Adds another `Totals` (sums made apart, as by a Beam combine)."""
+        self.add(dict(other.counts, ngram_counts=other.ngram_counts))
+        return self
 
 
 def add_run(stats, input_files, output_files, records_per_shard, elapsed,

@@ -16,9 +16,9 @@ renames it to `path` only in `commit()`: an interrupted run never leaves a file
 that looks complete.
 """
 
-import os
-
 import numpy as np
+
+from data_prep import filesystems
 
 INCOMPLETE_SUFFIX = ".incomplete"
 HEADER_BYTES = 12  # uint64 length + uint32 masked CRC of the length.
@@ -157,29 +157,20 @@ def masked_crc32c(data):
     return int(_mask(crc32c_batch([bytes(data)]))[0])
 
 
-def _is_remote(path):
-    return "://" in path
-
-
 class ShardWriter:
     """Writes one output file under a temporary name until committed.
 
     Args:
-        path: the final path (local, or a `tf.io.gfile` URL).
+        path: the final path (local, or a URL).
+        remote: the backend of URLs (`data_prep.filesystems`).
     """
 
-    def __init__(self, path):
+    def __init__(self, path, remote=filesystems.GFILE):
         self.path = path
         self.temp_path = path + INCOMPLETE_SUFFIX
         self.count = 0
-        if _is_remote(path):
-            import tensorflow as tf
-            self._file = tf.io.gfile.GFile(self.temp_path, "wb")
-        else:
-            directory = os.path.dirname(path)
-            if directory:
-                os.makedirs(directory, exist_ok=True)
-            self._file = open(self.temp_path, "wb", buffering=1 << 20)
+        self._remote = remote
+        self._file = filesystems.create(self.temp_path, remote)
 
     def write(self, frame):
         """Appends one framed record."""
@@ -189,27 +180,19 @@ class ShardWriter:
     def commit(self):
         """Closes the file and renames it to its final name."""
         self._file.close()
-        if _is_remote(self.path):
-            import tensorflow as tf
-            tf.io.gfile.rename(self.temp_path, self.path, overwrite=True)
-        else:
-            os.replace(self.temp_path, self.path)
+        filesystems.rename(self.temp_path, self.path, self._remote)
 
     def abort(self):
         """Closes and deletes the temporary file (best effort)."""
         try:
             self._file.close()
-            if _is_remote(self.path):
-                import tensorflow as tf
-                tf.io.gfile.remove(self.temp_path)
-            else:
-                os.remove(self.temp_path)
+            filesystems.remove(self.temp_path, self._remote)
         except Exception:  # Cleanup must not hide the original error.
             pass
 
 
-def write_text_atomically(path, text):
+def write_text_atomically(path, text, remote=filesystems.GFILE):
     """Writes a text file through a temporary name and a rename."""
-    writer = ShardWriter(path)
+    writer = ShardWriter(path, remote)
     writer.write(text.encode("utf-8"))
     writer.commit()

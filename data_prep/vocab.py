@@ -12,12 +12,13 @@ released, has the special pieces at those ids; the pretraining-data builder,
 the trainer and the exporters call it before relying on the ids.
 """
 
+import heapq
 import os
-import random
 
 import sentencepiece as spm
 from absl import logging
 
+from data_prep import filesystems
 from data_prep import reader
 from data_prep import text as text_lib
 
@@ -109,33 +110,83 @@ def check_special_pieces(model):
     return processor
 
 
-def sample_sentences(lines, sample_size, seed):
-    """Uniformly samples at most `sample_size` items of a stream.
+_MASK64 = (1 << 64) - 1
 
-    Reservoir sampling: memory holds `sample_size` items whatever the stream
-    length; the sample keeps stream order.
+
+def _mix64(value):
+    """The splitmix64 finalizer: a 64-bit value to a well-mixed one."""
+    value = (value + 0x9E3779B97F4A7C15) & _MASK64
+    value = ((value ^ (value >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return value ^ (value >> 31)
+
+
+def sentence_key(seed, place):
+    """The sampling key of a sentence: a seeded hash of its place.
 
     Args:
-        lines: an iterable of items.
-        sample_size: the most items kept; <= 0 keeps all.
+        seed: the sampling seed (an int).
+        place: a tuple of non-negative ints naming the sentence in the
+            corpus, such as `(file index, line number)`.
+
+    Returns:
+        An int in `[0, 2**64)`.
+    """
+    key = _mix64(seed & _MASK64)
+    for part in place:
+        key = _mix64(key ^ part)
+    return key
+
+
+def numbered_sentences(path, file_index, counters, do_lower_case,
+                       remote=filesystems.GFILE):
+    """Yields `((file_index, line number), sentence)` for each non-blank line
+    of one file, preprocessed as for pretraining (`text.preprocess_text`).
+
+    Args:
+        path: the file.
+        file_index: its position among the inputs.
+        counters: a `reader.ReadCounters`, updated in place.
+        do_lower_case: whether the text is lowercased.
+        remote: the backend of URLs (`data_prep.filesystems`).
+    """
+    for number, raw in reader.iter_numbered_lines(path, counters,
+                                                  remote=remote):
+        sentence = text_lib.preprocess_text(raw, do_lower_case)
+        if sentence:
+            yield (file_index, number), sentence
+
+
+def sample_sentences(sentences, sample_size, seed):
+    """Uniformly samples at most `sample_size` sentences of a stream.
+
+    Bottom-k sampling: each sentence's key is a seeded hash of its place
+    (`sentence_key`) and the `sample_size` smallest keys are kept, so every
+    subset of that size is equally likely, memory holds `sample_size`
+    sentences whatever the stream length, and the sample does not depend on
+    the order the sentences arrive in: a Beam pipeline that reads the files
+    in parallel draws the same sample (`data_prep.beam_vocab`).
+
+    Args:
+        sentences: an iterable of `(place, sentence)`, places unique tuples
+            of ints (see `numbered_sentences`).
+        sample_size: the most sentences kept; <= 0 keeps all.
         seed: seed of the sampling.
 
     Returns:
-        A list of the sampled items.
+        The sampled sentences, in corpus order (by place).
     """
     if sample_size <= 0:
-        return list(lines)
-    rng = random.Random(seed)
-    reservoir = []  # (stream index, item)
-    for index, line in enumerate(lines):
-        if index < sample_size:
-            reservoir.append((index, line))
-        else:
-            slot = rng.randrange(index + 1)
-            if slot < sample_size:
-                reservoir[slot] = (index, line)
-    reservoir.sort(key=lambda pair: pair[0])
-    return [line for _, line in reservoir]
+        return [sentence for _, sentence in sorted(sentences)]
+    heap = []  # (-key, place, sentence): the largest kept key on top.
+    for place, sentence in sentences:
+        key = sentence_key(seed, place)
+        if len(heap) < sample_size:
+            heapq.heappush(heap, (-key, place, sentence))
+        elif key < -heap[0][0]:
+            heapq.heapreplace(heap, (-key, place, sentence))
+    return [sentence for _, place, sentence in
+            sorted(heap, key=lambda entry: entry[1])]
 
 
 def train_vocab(input_patterns, model_prefix, vocab_size=30000,
@@ -146,7 +197,7 @@ def train_vocab(input_patterns, model_prefix, vocab_size=30000,
 
     Every non-blank line of the input is one sentence; lines go through
     `preprocess_text` before training. At most `input_sentence_size` sentences
-    (a uniform sample of the corpus) are held in memory.
+    (a uniform sample of the corpus, `sample_sentences`) are held in memory.
 
     Args:
         input_patterns: comma-separated paths or glob patterns (plain or gzip
@@ -174,14 +225,42 @@ def train_vocab(input_patterns, model_prefix, vocab_size=30000,
     """
     paths = reader.text_files(reader.expand_input_patterns(input_patterns))
     counters = reader.ReadCounters()
-    sentences = (
-        line for line in (
-            text_lib.preprocess_text(raw, do_lower_case)
-            for raw in reader.iter_lines(paths, counters))
-        if line)
+    sentences = (item for index, path in enumerate(paths)
+                 for item in numbered_sentences(path, index, counters,
+                                                do_lower_case))
     sample = sample_sentences(sentences, input_sentence_size, seed)
+    return train_from_sentences(
+        sample, model_prefix, input_patterns, counters, len(paths),
+        vocab_size=vocab_size, character_coverage=character_coverage,
+        hard_vocab_limit=hard_vocab_limit, num_threads=num_threads,
+        extra_trainer_options=extra_trainer_options)
+
+
+def train_from_sentences(sample, model_prefix, input_patterns, counters,
+                         num_files, vocab_size=30000, character_coverage=0.9995,
+                         hard_vocab_limit=True, num_threads=None,
+                         extra_trainer_options=None):
+    """Trains the model on sampled, preprocessed sentences (the second half
+    of `train_vocab`; `data_prep.beam_vocab` samples with Beam instead).
+
+    Args:
+        sample: the sentences (a list).
+        model_prefix: output path prefix.
+        input_patterns: the inputs, for the error message.
+        counters: the `reader.ReadCounters` of the sampling, for the log.
+        num_files: how many files were read, for the log.
+        vocab_size, character_coverage, hard_vocab_limit, num_threads,
+            extra_trainer_options: see `train_vocab`.
+
+    Returns:
+        The paths `(model_path, vocab_path)`.
+
+    Raises:
+        reader.InputError: the sample is empty.
+        SpecialPiecesError: the trained model lacks the special pieces.
+    """
     logging.info("Read %d lines from %d files; training on %d sentences.",
-                 counters.lines, len(paths), len(sample))
+                 counters.lines, num_files, len(sample))
     counters.log_skips()
     if not sample:
         raise reader.InputError(

@@ -69,6 +69,7 @@ Shape legend: B batch, T sequence length, H hidden, M masks, K top k.
 import tensorflow as tf
 
 from albert_tf.layers import preprocessing
+from albert_tf.tasks import fill_mask as fill_mask_lib
 
 _STRINGS = tf.TensorSpec([None], tf.string)
 _IDS = tf.TensorSpec([None, None], tf.int32)
@@ -115,51 +116,6 @@ def _new_root(model_variables):
 def _add_assets(root, assets):
     for name, path in (assets or {}).items():
         setattr(root, name, tf.saved_model.Asset(path))
-
-
-def _predict_masks(pretrainer, preprocessor, text, top_k, dynamic):
-    """`fill_mask`'s outputs for a non-empty batch of texts."""
-    inputs = preprocessor.pack(preprocessor.tokenize_with_masks(text),
-                               pad_to_longest=dynamic)
-    is_mask = tf.equal(inputs["input_word_ids"], preprocessing.MASK_ID)
-    positions = tf.RaggedTensor.from_tensor(
-        tf.broadcast_to(tf.range(tf.shape(is_mask)[1]), tf.shape(is_mask)))
-    positions = tf.ragged.boolean_mask(positions, is_mask)  # [B, (M)]
-    valid = tf.ones_like(positions).to_tensor(0) > 0  # [B, M]
-    mask_positions = positions.to_tensor(-1)
-    sequence = pretrainer.encoder(inputs, training=False)["sequence_output"]
-    logits = _float32(pretrainer.mlm_head(
-        sequence, tf.maximum(mask_positions, 0)))  # [B, M, V]
-    probabilities, ids = tf.math.top_k(tf.nn.softmax(logits), k=top_k)
-    valid = tf.broadcast_to(valid[:, :, None], tf.shape(ids))
-    ids = tf.where(valid, ids, -1)
-    pieces = tf.where(valid, preprocessor.id_to_piece(tf.maximum(ids, 0)),
-                      "")
-    return {
-        "mask_positions": mask_positions,
-        "top_k_ids": ids,
-        "top_k_pieces": pieces,
-        "top_k_probabilities": tf.where(valid, probabilities, 0.0),
-        "dropped_masks": _count_markers(text) - tf.cast(
-            positions.row_lengths(), tf.int32),
-    }
-
-
-def _count_markers(text):
-    """`[MASK]` markers in each text, in any case (int32 `[B]`)."""
-    rest = tf.strings.regex_replace(text, r"(?i)\[mask\]", "")
-    removed = tf.strings.length(text) - tf.strings.length(rest)
-    return removed // len(preprocessing.MASK_TOKEN)
-
-def _no_masks(top_k):
-    """`fill_mask`'s outputs for an empty batch."""
-    return {
-        "mask_positions": tf.zeros([0, 0], tf.int32),
-        "top_k_ids": tf.zeros([0, 0, top_k], tf.int32),
-        "top_k_pieces": tf.fill([0, 0, top_k], ""),
-        "top_k_probabilities": tf.zeros([0, 0, top_k], tf.float32),
-        "dropped_masks": tf.zeros([0], tf.int32),
-    }
 
 
 def _pad_axis_1(value, width):
@@ -297,12 +253,8 @@ def build_serving_model(pretrainer, preprocessor, top_k=5, assets=None,
 
     @tf.function(input_signature=[_STRINGS])
     def fill_mask(text):
-        # The MLM head's gather rejects a batch of zero: answer it here.
-        return tf.cond(
-            tf.size(text) > 0,
-            lambda: _predict_masks(pretrainer, preprocessor, text, top_k,
-                                   dynamic),
-            lambda: _no_masks(top_k))
+        return fill_mask_lib.fill_mask_outputs(pretrainer, preprocessor, text,
+                                               top_k, dynamic)
 
     @tf.function(input_signature=[_STRINGS, _STRINGS])
     def sop(text, text_b):

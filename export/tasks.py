@@ -3,7 +3,8 @@
 Written to `<export_dir>/<model_name>/<version>/` through
 `export.layout.StagedExport`, with the in-graph tokenization of
 `albert_tf.layers.preprocessing.TextPreprocessor` (load them after
-`import tensorflow_text`). Signatures:
+`import tensorflow_text`). A masked LM (`export_masked_lm`) is written as
+`export.export_saved_model` writes a pretrained model. Signatures:
 
 Classifier, `serving_default`:
     inputs: `text` string `[B]`; `text_b` string `[B]`, optional (the
@@ -39,6 +40,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from albert_tf.layers import preprocessing
+from export import exporter
 from export import layout
 from export import saved_models
 from export import serving_compat
@@ -169,6 +171,36 @@ def export_text_classifier(model, export_dir, labels=None,
             model.classifier, spm_model_file, export_dir, labels,
             preprocessor.seq_length, preprocessor.do_lower_case, model_name,
             version, serving_shape)
+
+
+def export_masked_lm(model, export_dir, model_name="albert", version=None,
+                     top_k=5, **kwargs):
+    """Exports an `AlbertMaskedLM` as `python -m export.export_saved_model` does.
+
+    The layout and signatures are the CLI's (`export.exporter.
+    export_pretrainer`): the text-in model (`fill_mask`, `serving_default`,
+    `serving_single`, `sop`), the encoder and the preprocessor, with the
+    model's own SentencePiece model, sequence length and lowercasing.
+
+    Args:
+        model: the `albert_tf.tasks.masked_lm.AlbertMaskedLM`.
+        export_dir: the serving base folder.
+        model_name: the text-in model's folder; the other two get
+            `_encoder` and `_preprocessor` appended.
+        version: int, or None for the next free one.
+        top_k: predictions per mask of `fill_mask`.
+        **kwargs: the other arguments of `export_pretrainer` (`save_keras`,
+            `tf_serving_version`, `serving_shape`).
+
+    Returns:
+        What `export_pretrainer` returns: the version folders by kind.
+    """
+    preprocessor = model.preprocessor
+    return exporter.export_pretrainer(
+        model.pretrainer, preprocessor.spm_model_proto, export_dir,
+        model_name=model_name, version=version,
+        max_seq_length=preprocessor.seq_length,
+        do_lower_case=preprocessor.do_lower_case, top_k=top_k, **kwargs)
 
 
 _VERY_LOW = -1e9

@@ -64,3 +64,18 @@ def test_cli_trainer_failure_is_one_line_and_help_lists_flags(
                  "--[no]hard_vocab_limit", "--num_threads"):
         assert flag in help_text, flag
     assert "(default: '30000')" in help_text
+
+
+def test_cli_samples_with_a_beam_runner(corpus_cli_env, tmp_path, corpus_dir):
+    flags = ["--input_file=%s" % (corpus_dir / "*.txt"), "--vocab_size=300",
+             "--nohard_vocab_limit", "--num_threads=1",
+             "--input_sentence_size=2000"]
+    local = _run(corpus_cli_env, "--model_prefix=%s" % (tmp_path / "l"), *flags)
+    assert local.returncode == 0, local.stderr
+    beam = _run(corpus_cli_env, "--model_prefix=%s" % (tmp_path / "b"), *flags,
+                "--runner=DirectRunner", "--direct_num_workers=1",
+                "--temp_location=%s" % (tmp_path / "tmp"))
+    assert beam.returncode == 0, beam.stderr
+    assert ((tmp_path / "l.vocab").read_text()
+            == (tmp_path / "b.vocab").read_text())
+    assert list((tmp_path / "tmp").iterdir()) == []  # The sample is removed.

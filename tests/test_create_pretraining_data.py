@@ -121,3 +121,50 @@ def test_cli_rerun_over_its_outputs_and_help(corpus_cli_env, tmp_path,
                  "--num_output_shards", "--[no]do_whole_word_mask"):
         assert flag in help_text, flag
     assert "(default: '40')" in help_text
+
+
+def test_cli_beam_runner_writes_the_local_bytes_without_tensorflow(
+        corpus_cli_env, tmp_path, corpus_files, spm_model_path):
+    flags = ["--input_file=%s" % corpus_files,
+             "--spm_model_file=%s" % spm_model_path, "--max_seq_length=64",
+             "--max_predictions_per_seq=10", "--dupe_factor=1",
+             "--num_output_shards=2", "--random_seed=5"]
+    local = _run(corpus_cli_env, "--output_file=%s" % (tmp_path / "l" / "t"),
+                 *flags)
+    assert local.returncode == 0, local.stderr
+    # Through runpy, to see what the run imported: Beam's options pass
+    # through, and neither the launcher nor the workers load TensorFlow.
+    argv = ["create_pretraining_data",
+            "--output_file=%s" % (tmp_path / "b" / "t"), *flags,
+            "--runner=DirectRunner", "--direct_num_workers=1"]
+    code = ("import runpy, sys\nsys.argv = %r\ntry:\n"
+            "    runpy.run_module('data_prep.create_pretraining_data', "
+            "run_name='__main__')\nexcept SystemExit as e:\n"
+            "    assert not e.code, e.code\n"
+            "print('tensorflow loaded:', 'tensorflow' in sys.modules)\n" % argv)
+    beam = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                          text=True, env=corpus_cli_env, timeout=300)
+    assert beam.returncode == 0, beam.stderr
+    assert "tensorflow loaded: False" in beam.stdout
+    for name in ("t-00000-of-00002", "t-00001-of-00002"):
+        assert ((tmp_path / "l" / name).read_bytes()
+                == (tmp_path / "b" / name).read_bytes())
+    assert sorted(os.listdir(tmp_path / "b")) == [
+        "t-00000-of-00002", "t-00001-of-00002", "t.stats.json"]
+
+
+def test_cli_beam_options_need_a_runner_and_must_exist(
+        corpus_cli_env, tmp_path, corpus_files, spm_model_path):
+    flags = ["--input_file=%s" % corpus_files,
+             "--output_file=%s" % (tmp_path / "t"),
+             "--spm_model_file=%s" % spm_model_path]
+    result = _run(corpus_cli_env, *flags, "--direct_num_workers=2")
+    assert result.returncode == 1
+    assert ("Unexpected arguments: --direct_num_workers=2 (other libraries' "
+            "options need --runner)" in result.stderr)
+    line = _error_line(_run(corpus_cli_env, *flags, "--runner=DirectRunner",
+                            "--dupe_factr=2"))
+    assert line == ("create_pretraining_data: error: Unknown flags: "
+                    "--dupe_factr (neither flags of this program nor Beam "
+                    "pipeline options)")
+    assert not list(tmp_path.iterdir())

@@ -91,17 +91,6 @@ def test_shard_set_deals_round_robin_and_commits_all_or_nothing(tmp_path):
         "p" + tfrecord.INCOMPLETE_SUFFIX]
 
 
-def test_shuffle_buffer_is_seeded_and_keeps_every_item():
-    def run(seed):
-        buffer = output.ShuffleBuffer(5, seed)
-        out = [x for x in (buffer.push(i) for i in range(20)) if x is not None]
-        return out + buffer.drain()
-
-    assert sorted(run("s")) == list(range(20))
-    assert run("s") == run("s") != run("t")
-    assert [output.ShuffleBuffer(0, "s").push(i) for i in range(3)] == [0, 1, 2]
-
-
 def test_earlier_outputs_through_gfile(tmp_path):
     url = "file://" + str(tmp_path)
     _shard(tmp_path / "t.tfrecord-00000-of-00002")

@@ -46,8 +46,7 @@ def built(tmp_path_factory, corpus_files, spm_model_path):
         corpus_files, out, spm_model_path,
         options=instances.InstanceOptions(max_seq_length=SEQ,
                                           max_predictions_per_seq=PRED),
-        dupe_factor=3, num_output_shards=3, chunk_bytes=100_000,
-        shuffle_buffer_size=500)
+        dupe_factor=3, num_output_shards=3, chunk_bytes=100_000)
     return out, stats, _parse(stats["output_files"])
 
 
@@ -154,7 +153,7 @@ def test_byte_identical_for_one_and_two_workers(tmp_path, corpus_files, spm_mode
             options=instances.InstanceOptions(max_seq_length=64,
                                               max_predictions_per_seq=10),
             dupe_factor=2, random_seed=seed, num_workers=workers,
-            num_output_shards=2, chunk_bytes=60_000, shuffle_buffer_size=300)
+            num_output_shards=2, chunk_bytes=60_000)
         assert stats["read"]["files"] == 2
         outputs[workers, seed] = [open(p, "rb").read() for p in stats["output_files"]]
     assert outputs[1, 7] == outputs[2, 7]
@@ -173,8 +172,7 @@ def test_interrupted_run_leaves_no_whole_looking_shard(tmp_path, corpus_files,
         pipeline.create_pretraining_data(
             corpus_files, out, spm_model_path,
             options=instances.InstanceOptions(max_seq_length=64),
-            dupe_factor=1, num_output_shards=2, chunk_bytes=30_000,
-            shuffle_buffer_size=0)
+            dupe_factor=1, num_output_shards=2, chunk_bytes=30_000)
     assert open(shards[0], "rb").read() == b"previous complete shard"
     assert not os.path.exists(shards[1])
     assert not os.path.exists(pipeline.stats_path(out))
@@ -253,7 +251,7 @@ def _build(inputs, out, spm_model_path, shards):
         inputs, out, spm_model_path,
         options=instances.InstanceOptions(max_seq_length=64,
                                           max_predictions_per_seq=10),
-        dupe_factor=1, num_output_shards=shards, shuffle_buffer_size=50)
+        dupe_factor=1, num_output_shards=shards)
 
 
 def _files(directory):
@@ -324,8 +322,7 @@ def test_interrupted_reshard_keeps_the_earlier_run(tmp_path, corpus_dir,
         pipeline.create_pretraining_data(
             str(data / "corpus.txt"), out, spm_model_path,
             options=instances.InstanceOptions(max_seq_length=64),
-            dupe_factor=1, num_output_shards=2, chunk_bytes=5_000,
-            shuffle_buffer_size=0)
+            dupe_factor=1, num_output_shards=2, chunk_bytes=5_000)
     assert _files(data) == before
 
 
@@ -352,3 +349,30 @@ def test_output_that_is_an_input_is_refused_before_writing(
             _build(inputs, output, spm_model_path, shards)
         assert message in str(error.value) and "\n" not in str(error.value)
         assert _files(data) == before
+
+
+def _frames(path):
+    """The framed records of a TFRecord file, in file order."""
+    data, frames = open(path, "rb").read(), []
+    while data:
+        end = 16 + int.from_bytes(data[:8], "little")
+        frames.append(data[:end])
+        data = data[end:]
+    return frames
+
+
+def test_one_order_dealt_round_robin_over_the_shards(tmp_path, corpus_files,
+                                                     spm_model_path):
+    """The sharding rule (data_prep.output): one output order whatever the
+    shard count, record p in shard p % N."""
+    runs = {}
+    for shards in (1, 3):
+        out = str(tmp_path / str(shards) / "t.tfrecord")
+        runs[shards] = pipeline.create_pretraining_data(
+            corpus_files, out, spm_model_path,
+            options=instances.InstanceOptions(max_seq_length=64),
+            dupe_factor=1, num_output_shards=shards, chunk_bytes=50_000)
+    order = _frames(runs[1]["output_files"][0])
+    assert len(order) == runs[1]["instances"] > 1000
+    assert [_frames(p) for p in runs[3]["output_files"]] == [
+        order[s::3] for s in range(3)]

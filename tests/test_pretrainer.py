@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertConfig, AlbertPretrainer
+from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
 from tests.layer_checks import assert_nested_close
 
 # albert-reference.md §3: MLM and SOP head parameter counts.
@@ -122,3 +122,31 @@ def test_pretraining_logits_under_xla_and_mixed_bfloat16(random_pretrainer):
                            jit_compile=True)(inputs)
     assert_nested_close((mlm, sop), (full["mlm_logits"], full["sop_logits"]),
                         atol=5e-2)
+
+
+def test_masked_lm_logits_equal_the_full_forward(random_pretrainer):
+    model = random_pretrainer(num_hidden_layers=2)
+    inputs = _batch(model.config, batch=3, length=10, predictions=4)
+    assert_nested_close(model.masked_lm_logits(inputs),
+                        model(inputs)["mlm_logits"], atol=1e-5)
+
+
+def test_heads_on_an_existing_encoder():
+    encoder = AlbertEncoder(AlbertConfig.from_preset("tiny", vocab_size=48),
+                            dtype="mixed_bfloat16")
+    model = AlbertPretrainer(encoder.config, encoder=encoder)
+    assert model.encoder is encoder
+    assert model.mlm_head.decoder_table is encoder.word_embeddings
+    assert model.mlm_head.dtype_policy.name == "mixed_bfloat16"
+    assert sum(v is encoder.word_embeddings for v in model.weights) == 1
+    # It saves and loads as any pretrainer.
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "pretrainer.keras")
+        model.save(path)
+        restored = keras.models.load_model(path)
+    inputs = _batch(model.config)
+    assert_nested_close(restored(inputs)["mlm_logits"],
+                        model(inputs)["mlm_logits"], atol=0)
+    with pytest.raises(ValueError, match=r"another config. Received: "
+                       r"vocab_size=48 \(config: 1000\)"):
+        AlbertPretrainer(AlbertConfig.from_preset("tiny"), encoder=encoder)

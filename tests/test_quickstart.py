@@ -118,7 +118,7 @@ def test_program_options_are_the_defaults_of_run():
 
 SMALL = dict(max_corpus_chars=60_000, vocab_size=300, max_seq_length=32,
              num_train_steps=20, train_batch_size=16, dupe_factor=1,
-             max_eval_steps=2, finetune_seeds=(0, 1), finetune_steps=4)
+             max_eval_steps=2, finetune_seeds=(0,), finetune_steps=4)
 
 
 def _mtimes(folder, skip=()):
@@ -166,7 +166,7 @@ def _check_artifacts_and_report(out, report):
     assert finetuned["encoders"]["pretrained"] == paths["encoder"]
     for name in ("pretrained", "random_init"):
         runs = finetuned["runs"][name]
-        assert [r["seed"] for r in runs] == [0, 1]
+        assert [r["seed"] for r in runs] == [0]
         assert all(0 <= r["dev_accuracy"] <= 1 and r["steps"] == 4
                    for r in runs)
     assert finetuned["task"]["dev"] > 100
@@ -199,6 +199,8 @@ print(json.dumps({"label": [x.decode() for x in out["label"].numpy()],
 def _check_answers_come_from_the_saved_models(report):
     import tensorflow_text  # noqa: F401
 
+    from albert_tf.quickstart import queries
+
     paths = report["export"]["paths"]
     model = tf.saved_model.load(paths["serving"])
     fill = report["queries"]["fill_mask"]
@@ -207,8 +209,11 @@ def _check_answers_come_from_the_saved_models(report):
             text=tf.constant([q["query"] for q in fill["queries"]]))
         for i, q in enumerate(fill["queries"]):
             assert q["query"].count("[MASK]") == 1
-            assert [p for p, _ in q["predictions"]] == [
-                p.decode() for p in served["top_k_pieces"].numpy()[i, 0]]
+            top = [p.decode() for p in served["top_k_pieces"].numpy()[i, 0]]
+            assert [p for p, _ in q["predictions"]] == top[:5]
+            assert [p for p, _ in q["content_predictions"]] == [
+                p for p in top if p[1:] and queries.is_content_word(p[1:])
+                and p.startswith("\u2581")][:5]
     assert report["queries"]["model"] == paths["serving"]
 
     # The classifier serves raw text in a fresh process, with the answers

@@ -60,8 +60,10 @@ def _report(output_dir):
                 "queries": [{"query": "Return the [MASK].", "answer": "list",
                              "predictions": [["\u2581a", 0.5],
                                              ["\u2581list", 0.25]],
-                             "rank": 1}],
+                             "content_predictions": [["\u2581list", 0.25]],
+                             "rank": 1, "content_rank": 0}],
                 "top1_accuracy": 0.0, "top5_accuracy": 1.0,
+                "content_top1_accuracy": 1.0, "content_top5_accuracy": 1.0,
                 "baseline_words": ["file", "list"],
                 "baseline_top1_accuracy": 0.0, "baseline_top5_accuracy": 1.0},
             "classifier": {
@@ -159,10 +161,11 @@ def test_report_text(tmp_path):
             "served classifier (raw text in, /export/albert_sentence_order/2):"
             " dev accuracy 50.0% over 3 pairs",
             "  true swapped   -> in order  0.700  'B.' | 'A.'",
-            "  top-1 0.0%, top-5 100.0%; baseline (always file/list): top-1 "
-            "0.0%, top-5 100.0%",
-            "  'Return the [MASK].'  (answer 'list', rank 2)",
-            "      \u2581a 0.500, \u2581list 0.250",
+            "  the model's top pieces:            top-1 0.0%, top-5 100.0%",
+            "  its most probable content words:   top-1 100.0%, top-5 100.0%",
+            "  baseline (always file/list): top-1 0.0%, top-5 100.0%",
+            "  'Return the [MASK].'  (answer 'list')",
+            "      \u2581list 0.250  | top: \u2581a 0.500, \u2581list 0.250",
             "  SavedModels   /export (version 2, exported by this run)",
             "    preprocessor  /export/albert_preprocessor/2",
             "    classifier    /export/albert_sentence_order/2",

@@ -40,7 +40,7 @@ def test_corpus_and_vocabulary_are_reused_only_with_their_settings(tmp_path):
 
 
 def _records(data_dir, corpus, vocabulary, mtime=200):
-    for split, dupes in (("train", 2), ("eval", 1)):
+    for split, dupes in (("train", 2), ("eval", stages.EVAL_DUPE_FACTOR)):
         path = stages.record_path(data_dir, split)
         _touch(path, mtime)
         stats = {"instances": 7, "settings": {
@@ -101,3 +101,31 @@ def test_export_is_reused_while_it_holds_the_best_checkpoint(tmp_path):
     assert resume.current_export(newer, out) is None
     serving.rmdir()
     assert resume.current_export(trained, out) is None
+
+
+def test_finetuning_is_reused_for_its_export_and_settings(tmp_path):
+    from albert_tf.quickstart import transfer
+
+    out = str(tmp_path)
+    exported = {"version": 2}
+    assert resume.current_finetune(exported, out) is None
+    classifier = tmp_path / "export" / "albert_sentence_order" / "1"
+    classifier.mkdir(parents=True)
+    (tmp_path / "finetune").mkdir()
+    stages.write_json(
+        os.path.join(out, "finetune", transfer.FINETUNE_JSON),
+        {"encoder_version": 2, "classifier": str(classifier),
+         "settings": {"seeds": [0, 1], "num_train_steps": 50}})
+    again = resume.current_finetune(exported, out, seeds=(0, 1),
+                                    num_train_steps=50)
+    assert again["reused"] and again["classifier"] == str(classifier)
+    # Another encoder export, other seeds or steps: fine-tune again.
+    assert resume.current_finetune({"version": 3}, out, seeds=(0, 1),
+                                   num_train_steps=50) is None
+    assert resume.current_finetune(exported, out, seeds=(0,),
+                                   num_train_steps=50) is None
+    assert resume.current_finetune(exported, out, seeds=(0, 1),
+                                   num_train_steps=60) is None
+    classifier.rmdir()
+    assert resume.current_finetune(exported, out, seeds=(0, 1),
+                                   num_train_steps=50) is None

@@ -121,3 +121,36 @@ def test_text_files_drops_other_formats_by_content_and_name(tmp_path, caplog):
     with pytest.raises(reader.InputError,
                        match=r"No text among the input files: .*c \(TFRecord\)$"):
         reader.text_files([records])
+
+
+def test_reading_units_and_their_chunks(tmp_path):
+    sizes = [5, 30, 2, 2, 50, 1]
+    paths = ["f%d" % i for i in range(len(sizes))]
+    assert reader.plan_units(paths, sizes, 20) == [
+        ["f0", "f1"], ["f2", "f3", "f4"], ["f5"]]
+    assert reader.plan_units(paths, sizes, 1000) == [paths]
+    docs = ["a%d\nb%d\n" % (i, i) for i in range(6)]
+    files = [_write(tmp_path / ("%d.txt" % i), docs[i]) for i in range(6)]
+    counters = reader.ReadCounters()
+    units = reader.plan_units(files, reader.file_sizes(files), 12)
+    chunks = list(reader.iter_corpus_chunks(units, counters, chunk_bytes=12))
+    # Chunks never span two units; keys order them through the corpus.
+    assert [c.key for c in chunks] == [(0, 0), (1, 0), (2, 0)]
+    assert [c.lines for c in chunks] == [
+        ["a0", "b0", "a1", "b1"], ["a2", "b2", "a3", "b3"],
+        ["a4", "b4", "a5", "b5"]]
+    assert counters.files == 6 and counters.documents == 6
+
+
+def test_read_counters_merge_counts_and_first_examples():
+    first, second = reader.ReadCounters(), reader.ReadCounters()
+    first.files, second.files = 2, 3
+    for i in range(4):
+        first.note("non_utf8_lines", "a:%d" % i)
+        second.note("non_utf8_lines", "b:%d" % i)
+    second.note("empty_files", "e")
+    first.merge(second)
+    assert first.files == 5 and first.non_utf8_lines == 8
+    assert first.examples["non_utf8_lines"] == [
+        "a:0", "a:1", "a:2", "a:3", "b:0"]
+    assert first.examples["empty_files"] == ["e"]

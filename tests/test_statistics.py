@@ -40,3 +40,19 @@ def test_empty_run_has_zero_fractions():
     stats = statistics.statistics(statistics.Totals(3), reader.ReadCounters(),
                                   instances.InstanceOptions())
     assert stats["masked_fraction"] == stats["sop_swapped_fraction"] == 0.0
+
+
+def test_totals_merge_equals_adding_in_one_place():
+    parts = [_counters(instances=i, tokens=10 * i, ngram_counts=[0, i, 1, 0])
+             for i in range(1, 5)]
+    one = statistics.Totals(3)
+    for counters in parts:
+        one.add(counters)
+    left, right = statistics.Totals(3), statistics.Totals(3)
+    left.add(parts[0])
+    left.add(parts[1])
+    right.add(parts[2])
+    right.add(parts[3])
+    merged = left.merge(right)
+    assert merged.counts == one.counts
+    assert merged.ngram_counts == one.ngram_counts == [0, 10, 4, 0]

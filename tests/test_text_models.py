@@ -103,5 +103,5 @@ def test_from_a_pretrained_directory(albert_spm_model, tmp_path, random_pretrain
 def test_bad_arguments_are_named(albert_spm_model, tmp_path):
     with pytest.raises(ValueError, match="pass spm_model="):
         AlbertTextClassifier(_encoder(), 2)
-    with pytest.raises(TypeError, match="AlbertEncoder or a pretrained directory"):
+    with pytest.raises(TypeError, match="an AlbertPretrainer or a pretrained directory"):
         AlbertTextClassifier(42, 2, spm_model=albert_spm_model)

@@ -46,15 +46,27 @@ def test_check_accepts_bytes(spm_model_path):
     assert isinstance(processor, spm.SentencePieceProcessor)
 
 
-def test_sample_sentences_bounded_uniform_and_ordered():
-    items = list(range(10000))
+def test_sample_sentences_bounded_uniform_ordered_and_order_free():
+    items = [((i // 1000, i % 1000), "s%d" % i) for i in range(10000)]
     sample = vocab.sample_sentences(iter(items), 500, seed=3)
-    assert len(sample) == 500 and sample == sorted(sample)
+    indices = [int(s[1:]) for s in sample]
+    assert len(sample) == 500 and indices == sorted(indices)
     assert sample == vocab.sample_sentences(iter(items), 500, seed=3)
     assert sample != vocab.sample_sentences(iter(items), 500, seed=4)
     # Uniform: the mean index is near the middle.
-    assert 4000 < sum(sample) / len(sample) < 6000
-    assert vocab.sample_sentences(iter(range(7)), 0, seed=1) == list(range(7))
+    assert 4000 < sum(indices) / len(indices) < 6000
+    # The same sample whatever order the sentences arrive in (as from
+    # parallel readers).
+    assert vocab.sample_sentences(reversed(items), 500, seed=3) == sample
+    assert vocab.sample_sentences(iter(items[:7]), 0, seed=1) == [
+        "s%d" % i for i in range(7)]
+
+
+def test_sentence_key_is_a_stable_hash_of_the_place():
+    assert vocab.sentence_key(1, (0, 5)) == vocab.sentence_key(1, (0, 5))
+    keys = {vocab.sentence_key(1, (f, n)) for f in range(3) for n in range(99)}
+    assert len(keys) == 297 and all(0 <= k < 2 ** 64 for k in keys)
+    assert vocab.sentence_key(1, (0, 5)) != vocab.sentence_key(2, (0, 5))
 
 
 def test_train_vocab_samples_and_errors(tmp_path, corpus_dir):

@@ -11,6 +11,14 @@ from albert_tf.models.encoder import INPUT_NAMES, AlbertEncoder
 from albert_tf.layers.heads import MaskedLMHead, SentenceOrderHead
 
 
+def _in_place(positions):
+    """Positions `0..P-1` of each row: the head's gather on rows already
+    gathered at `positions` `[B, P]`."""
+    predictions = ops.shape(positions)[1]
+    return ops.broadcast_to(ops.arange(predictions, dtype="int32")[None],
+                            ops.shape(positions))  # [B, P]
+
+
 @keras.saving.register_keras_serializable(package="albert_tf")
 class AlbertPretrainer(keras.Model):
     """ALBERT for pretraining: `AlbertEncoder` + `MaskedLMHead` + `SentenceOrderHead`.
@@ -24,14 +32,29 @@ class AlbertPretrainer(keras.Model):
     Args:
         config: an `AlbertConfig` (or its dict form).
         dtype: dtype policy for every layer (e.g. `"mixed_bfloat16"`).
+        encoder: an existing `AlbertEncoder` of this `config` to put the
+            heads on (shared, not copied: training the pretrainer trains
+            it); default: a new one. Its dtype policy wins over `dtype`.
+
+    Raises:
+        ValueError: `encoder` was built from another config.
     """
 
-    def __init__(self, config, dtype=None, **kwargs):
+    def __init__(self, config, dtype=None, encoder=None, **kwargs):
         if isinstance(config, dict):
             config = AlbertConfig.from_dict(config)
 
         # === Layers ===
-        encoder = AlbertEncoder(config, dtype=dtype, name="encoder")
+        if encoder is None:
+            encoder = AlbertEncoder(config, dtype=dtype, name="encoder")
+        elif encoder.config != config:
+            ours, theirs = config.to_dict(), encoder.config.to_dict()
+            raise ValueError(
+                "The encoder was built from another config. Received: " +
+                ", ".join(f"{k}={theirs[k]!r} (config: {ours[k]!r})"
+                          for k in ours if ours[k] != theirs[k]))
+        else:
+            dtype = encoder.embedding.dtype_policy
         mlm_head = MaskedLMHead(
             vocab_size=config.vocab_size, embedding_size=config.embedding_size,
             activation=config.hidden_act,
@@ -69,12 +92,20 @@ class AlbertPretrainer(keras.Model):
             [ops.zeros_like(positions[:, :1]), positions], axis=1)  # [B, 1 + P]
         x = self.encoder.outputs_at({name: inputs[name] for name in INPUT_NAMES},
                                     queries, training=training)  # [B, 1 + P, H]
-        predictions = ops.shape(positions)[1]
-        in_place = ops.broadcast_to(ops.arange(predictions, dtype="int32")[None],
-                                    ops.shape(positions))  # [B, P]
-        mlm_logits = self.mlm_head(x[:, 1:], in_place)
+        mlm_logits = self.mlm_head(x[:, 1:], _in_place(positions))
         sop_logits = self.sop_head(self.encoder.pooler(x[:, 0]))
         return mlm_logits, sop_logits
+
+    def masked_lm_logits(self, inputs, training=None):
+        """`mlm_logits` alone, equal to that of `self(inputs)`.
+
+        The last block runs at the masked positions only, and the pooler and
+        the SOP head not at all (what masked-LM training alone needs).
+        """
+        positions = ops.cast(inputs["masked_lm_positions"], "int32")  # [B, P]
+        x = self.encoder.outputs_at({name: inputs[name] for name in INPUT_NAMES},
+                                    positions, training=training)  # [B, P, H]
+        return self.mlm_head(x, _in_place(positions))
 
     def get_config(self):
         return {

@@ -15,6 +15,7 @@ from absl import logging
 from albert_tf.quickstart import report as report_lib
 from albert_tf.quickstart import resume
 from albert_tf.quickstart import stages
+from albert_tf.quickstart import transfer
 
 STAGES = ("corpus", "vocab", "records", "pretrain", "export", "finetune",
           "query", "report")
@@ -53,8 +54,8 @@ def run(output_dir, input_file=None, max_corpus_chars=3_000_000,
         train_seconds=400, train_batch_size=32, dupe_factor=10,
         max_predictions_per_seq=None, save_checkpoints_steps=None,
         learning_rate=5e-3, max_eval_steps=None, num_threads=2,
-        finetune_seeds=stages.FINETUNE_SEEDS,
-        finetune_steps=stages.FINETUNE_STEPS):
+        finetune_seeds=transfer.FINETUNE_SEEDS,
+        finetune_steps=transfer.FINETUNE_STEPS):
     """Runs (or resumes) the whole job; returns the report dict.
 
     Args:
@@ -66,7 +67,7 @@ def run(output_dir, input_file=None, max_corpus_chars=3_000_000,
         num_train_steps, train_seconds, train_batch_size,
             save_checkpoints_steps, learning_rate, max_eval_steps: see
             `stages.pretraining_options`.
-        finetune_seeds, finetune_steps: see `stages.finetune`.
+        finetune_seeds, finetune_steps: see `transfer.finetune`.
 
     Raises:
         ValueError: `output_dir` holds checkpoints of other data, or a bad
@@ -111,10 +112,10 @@ def run(output_dir, input_file=None, max_corpus_chars=3_000_000,
                       num_train_steps=finetune_steps)
         finetuned = resume.current_finetune(exported, output_dir, **tuning)
         if not _reuse(entry, finetuned):
-            finetuned = stages.finetune(exported, corpus, vocabulary,
+            finetuned = transfer.finetune(exported, corpus, vocabulary,
                                         output_dir, max_seq_length, **tuning)
     with timer.stage("query"):
-        answers = stages.query(exported["paths"]["serving"],
+        answers = transfer.query(exported["paths"]["serving"],
                                finetuned["classifier"], corpus, vocabulary)
     report = {"output_dir": output_dir, "corpus": corpus, "vocab": vocabulary,
               "records": records, "pretrain": trained, "export": exported,

@@ -22,7 +22,7 @@ SOP_CHANCE = 0.5  # Two classes, balanced by construction.
 # A last checkpoint this close to the best held-out accuracy "holds": the
 # standard error of an accuracy over 2,000+ instances is about 1 point.
 HOLD_TOLERANCE = 0.005
-SHOWN_QUERIES = 5
+SHOWN_QUERIES = 3
 
 
 def results(trained, baseline, eval_instances):
@@ -227,23 +227,31 @@ def _query_lines(queries):
         lines.append("  true %-9s -> %-9s %.3f  %r | %r" % (
             e["true_label"], e["label"], e["probability"],
             _short(e["first"], 40), _short(e["second"], 40)))
+    shown = fm["queries"][:SHOWN_QUERIES]
+    right = [q for q in fm["queries"] if q["content_rank"] == 0]
     lines += [
         "",
         "fill_mask (%s) on %d held-out sentences, one content word masked "
         "in each (rule: albert_tf/quickstart/queries.py):" % (
             queries["model"], len(fm["queries"])),
-        "  top-1 %s, top-5 %s; baseline (always %s): top-1 %s, top-5 %s" % (
-            _pct(fm["top1_accuracy"]), _pct(fm["top5_accuracy"]),
+        "  the model's top pieces:            top-1 %s, top-5 %s" % (
+            _pct(fm["top1_accuracy"]), _pct(fm["top5_accuracy"])),
+        "  its most probable content words:   top-1 %s, top-5 %s" % (
+            _pct(fm["content_top1_accuracy"]),
+            _pct(fm["content_top5_accuracy"])),
+        "  baseline (always %s): top-1 %s, top-5 %s" % (
             "/".join(fm["baseline_words"]),
             _pct(fm["baseline_top1_accuracy"]),
             _pct(fm["baseline_top5_accuracy"])),
-        "  the first %d queries:" % min(SHOWN_QUERIES, len(fm["queries"]))]
-    for q in fm["queries"][:SHOWN_QUERIES]:
-        lines.append("  %r  (answer %r, %s)" % (
-            _short(q["query"], 70), q["answer"],
-            "rank %d" % (q["rank"] + 1) if q["rank"] is not None
-            else "not in the top 5"))
+        "  the first %d queries, then the first %d whose most probable "
+        "content word is right (model's content words first):" % (
+            len(shown), min(SHOWN_QUERIES, len(right)))]
+    for q in shown + right[:SHOWN_QUERIES]:
+        lines.append("  %r  (answer %r)" % (_short(q["query"], 70),
+                                            q["answer"]))
         lines.append("      " + ", ".join(
+            "%s %.3f" % (piece, prob) for piece, prob in
+            q["content_predictions"]) + "  | top: " + ", ".join(
             "%s %.3f" % (piece, prob) for piece, prob in q["predictions"]))
     return lines
 

@@ -13,6 +13,7 @@ import os
 from data_prep import pipeline
 
 from albert_tf.quickstart import stages
+from albert_tf.quickstart import transfer
 
 
 def current_corpus(data_dir, input_file=None, max_corpus_chars=3_000_000):
@@ -93,14 +94,14 @@ def current_export(trained, output_dir):
     return dict(exported, reused=True)
 
 
-def current_finetune(exported, output_dir, seeds=stages.FINETUNE_SEEDS,
-                     num_train_steps=stages.FINETUNE_STEPS):
+def current_finetune(exported, output_dir, seeds=transfer.FINETUNE_SEEDS,
+                     num_train_steps=transfer.FINETUNE_STEPS):
     """The fine-tuning results recorded in `output_dir` if they were made
     from the current export of the encoder (`exported`, what
     `stages.export_model` returned) with these settings, and the classifier
     they exported exists."""
     finetuned = stages.read_json(os.path.join(
-        output_dir, "finetune", stages.FINETUNE_JSON))
+        output_dir, "finetune", transfer.FINETUNE_JSON))
     settings = {"seeds": list(seeds), "num_train_steps": num_train_steps}
     if (not finetuned or finetuned.get("settings") != settings or
             finetuned.get("encoder_version") != exported["version"] or

@@ -5,4 +5,7 @@
 - `glue`, `squad`, `race`: readers of the public formats as distributed,
   features, prediction files in each benchmark's submission format.
 - `metrics`: the benchmarks' metrics in NumPy.
+- `text_models`, `masked_lm`: Keras models on raw strings
+  (`AlbertTextClassifier`, `AlbertMaskedLM`); `fill_mask`: the `[MASK]`
+  predictions they and the exported SavedModel share.
 """

@@ -23,6 +23,7 @@ import tensorflow as tf
 from albert_tf.convert import pretrained
 from albert_tf.layers.text_preprocessor import AlbertTextPreprocessor
 from albert_tf.models.encoder import AlbertEncoder
+from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.models.task_models import AlbertClassifier
 from albert_tf.training import optimization
 
@@ -44,29 +45,47 @@ def find_spm_model(path):
             return found[0]
     raise FileNotFoundError(
         f"No SentencePiece model (*.model, *.spm) in {folder!r}; pass "
-        "spm_model= to AlbertTextClassifier.")
+        "spm_model=.")
 
 
-def _encoder_and_spm(encoder_or_path, spm_model):
-    if isinstance(encoder_or_path, AlbertEncoder):
+def model_and_spm(encoder_or_path, spm_model):
+    """The model a text model starts from, and its SentencePiece model.
+
+    Args:
+        encoder_or_path: an `AlbertEncoder` or `AlbertPretrainer`, or a
+            pretrained directory in any format `load_pretrained` reads.
+        spm_model: the SentencePiece model, or None for the one in the
+            directory.
+
+    Returns:
+        `(model, spm_model)`: the encoder or pretrainer as given, or the
+        `AlbertPretrainer` loaded from the directory (its heads included).
+
+    Raises:
+        ValueError: a model without `spm_model`.
+        TypeError: anything else as `encoder_or_path`.
+        FileNotFoundError: a directory without a SentencePiece model.
+    """
+    if isinstance(encoder_or_path, (AlbertEncoder, AlbertPretrainer)):
         if spm_model is None:
-            raise ValueError("An encoder needs its SentencePiece model: pass "
-                             "spm_model=.")
+            raise ValueError(f"An {type(encoder_or_path).__name__} needs its "
+                             "SentencePiece model: pass spm_model=.")
         return encoder_or_path, spm_model
     if isinstance(encoder_or_path, (str, os.PathLike)):
         path = os.fspath(encoder_or_path)
-        encoder = pretrained.load_pretrained(path).encoder
-        return encoder, spm_model if spm_model is not None else find_spm_model(path)
-    raise TypeError("encoder_or_path must be an AlbertEncoder or a pretrained "
-                    f"directory. Received: {type(encoder_or_path).__name__}")
+        model = pretrained.load_pretrained(path)
+        return model, spm_model if spm_model is not None else find_spm_model(path)
+    raise TypeError("encoder_or_path must be an AlbertEncoder, an "
+                    "AlbertPretrainer or a pretrained directory. "
+                    f"Received: {type(encoder_or_path).__name__}")
 
 
 def _is_text_list(value):
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
-def _strings(x):
-    """A list of strings (or a pair of lists) as string tensors."""
+def string_tensors(x):
+    """A list of strings (or a pair of lists) as string tensors; else `x`."""
     if _is_text_list(x):
         return tf.constant(x, tf.string)
     if isinstance(x, tuple) and len(x) == 2 and all(map(_is_text_list, x)):
@@ -74,8 +93,46 @@ def _strings(x):
     return x
 
 
+def recipe_optimizer(learning_rate, num_train_steps, warmup_ratio):
+    """The paper's fine-tuning optimizer (see `AlbertTextClassifier.compile`)."""
+    return optimization.create_optimizer(
+        "adamw", learning_rate, num_train_steps,
+        int(warmup_ratio * num_train_steps))
+
+
+class TextModel(keras.Model):
+    """What the models on strings share: `predict` on Python lists, and the
+    config of the preprocessor and of the model they start from.
+
+    A subclass sets `preprocessor` (an `AlbertTextPreprocessor`) and
+    `base_model` (what `from_config` passes back as `encoder_or_path`), and
+    adds its own arguments to `get_config`.
+    """
+
+    # Keras takes arrays and tensors; Python lists of strings become tensors.
+    def predict(self, x, *args, **kwargs):
+        return super().predict(string_tensors(x), *args, **kwargs)
+
+    def get_config(self):
+        return {
+            "name": self.name, "trainable": self.trainable,
+            "encoder_or_path": keras.saving.serialize_keras_object(
+                self.base_model),
+            "spm_model": self.preprocessor.get_config()["spm_model"],
+            "seq_length": self.preprocessor.seq_length,
+            "do_lower_case": self.preprocessor.do_lower_case,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder_or_path"] = keras.saving.deserialize_keras_object(
+            config["encoder_or_path"])
+        return cls(**config)
+
+
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertTextClassifier(keras.Model):
+class AlbertTextClassifier(TextModel):
     """A sequence classifier (or regressor) taking raw strings.
 
     Call arguments:
@@ -84,8 +141,9 @@ class AlbertTextClassifier(keras.Model):
     Returns logits `[B, num_classes]` (the score `[B, 1]` for regression).
 
     Args:
-        encoder_or_path: an `AlbertEncoder`, or a pretrained directory in any
-            format `albert_tf.load_pretrained` reads.
+        encoder_or_path: an `AlbertEncoder` (or an `AlbertPretrainer`, whose
+            encoder is taken), or a pretrained directory in any format
+            `albert_tf.load_pretrained` reads.
         num_classes: C (1 for regression).
         spm_model: the SentencePiece model (path, bytes or base64); default:
             the one in the pretrained directory.
@@ -96,7 +154,8 @@ class AlbertTextClassifier(keras.Model):
 
     def __init__(self, encoder_or_path, num_classes, spm_model=None,
                  seq_length=128, do_lower_case=True, dropout=0.1, **kwargs):
-        encoder, spm_model = _encoder_and_spm(encoder_or_path, spm_model)
+        model, spm_model = model_and_spm(encoder_or_path, spm_model)
+        encoder = getattr(model, "encoder", model)
         super().__init__(**kwargs)
         self.num_classes = num_classes
         self.dropout = dropout
@@ -129,9 +188,8 @@ class AlbertTextClassifier(keras.Model):
             **kwargs: the other arguments of `keras.Model.compile`.
         """
         if optimizer is None:
-            optimizer = optimization.create_optimizer(
-                "adamw", learning_rate, num_train_steps,
-                int(warmup_ratio * num_train_steps))
+            optimizer = recipe_optimizer(learning_rate, num_train_steps,
+                                         warmup_ratio)
         regression = self.num_classes == 1
         if loss is None:
             loss = (keras.losses.MeanSquaredError() if regression else
@@ -141,33 +199,22 @@ class AlbertTextClassifier(keras.Model):
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
                         **kwargs)
 
-    # Keras takes arrays and tensors; Python lists of strings become tensors.
     def fit(self, x=None, y=None, *args, **kwargs):
-        return super().fit(_strings(x), y, *args, **kwargs)
+        return super().fit(string_tensors(x), y, *args, **kwargs)
 
     def evaluate(self, x=None, y=None, *args, **kwargs):
-        return super().evaluate(_strings(x), y, *args, **kwargs)
-
-    def predict(self, x, *args, **kwargs):
-        return super().predict(_strings(x), *args, **kwargs)
+        return super().evaluate(string_tensors(x), y, *args, **kwargs)
 
     @property
     def encoder(self):
         return self.classifier.encoder
 
-    def get_config(self):
-        return {
-            "name": self.name, "trainable": self.trainable,
-            "encoder_or_path": keras.saving.serialize_keras_object(self.encoder),
-            "num_classes": self.num_classes, "dropout": self.dropout,
-            "spm_model": self.preprocessor.get_config()["spm_model"],
-            "seq_length": self.preprocessor.seq_length,
-            "do_lower_case": self.preprocessor.do_lower_case,
-        }
+    @property
+    def base_model(self):
+        return self.encoder
 
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder_or_path"] = keras.saving.deserialize_keras_object(
-            config["encoder_or_path"])
-        return cls(**config)
+    def get_config(self):
+        config = super().get_config()
+        config.update({"num_classes": self.num_classes,
+                       "dropout": self.dropout})
+        return config

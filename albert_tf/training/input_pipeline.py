@@ -192,8 +192,9 @@ def mask_example(features, element_seed, max_predictions_per_seq, options):
     `element_seed`.
 
     Args:
-        features: dict with `input_ids`, `segment_ids`, `token_boundary`,
-            `next_sentence_labels` and optionally `input_mask`.
+        features: dict with `input_ids`, `segment_ids`, `token_boundary`
+            and optionally `input_mask` and `next_sentence_labels` (passed
+            on when present).
         element_seed: int64 scalar, this element's seed.
         max_predictions_per_seq: P.
         options: a `DynamicMasking`.
@@ -244,9 +245,10 @@ def mask_example(features, element_seed, max_predictions_per_seq, options):
         "masked_lm_ids": tf.pad(tf.gather(ids, positions), [[0, pad]]),
         "masked_lm_weights": tf.pad(tf.ones_like(positions, tf.float32),
                                     [[0, pad]]),
-        "next_sentence_labels": tf.cast(features["next_sentence_labels"],
-                                        tf.int32),
     }
+    if "next_sentence_labels" in features:
+        out["next_sentence_labels"] = tf.cast(
+            features["next_sentence_labels"], tf.int32)
     for name in ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights"):
         out[name].set_shape([max_predictions_per_seq])
     return out
