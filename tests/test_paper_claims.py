@@ -222,8 +222,13 @@ def test_quick_study_fills_every_cell(tmp_path):
         assert [p["step"] for p in row["curve"]] == [6, 12]
 
     cross = {r["pretrained_on"]: r for r in studies["sop_nsp"]["rows"]}
-    assert set(cross) == {"sop", "nsp"}
+    # SOP and NSP pretraining, and the random-initialization control of the
+    # fine-tuning.
+    assert set(cross) == {"sop", "nsp", None}
     for row in cross.values():
+        assert len(row["downstream"]) == 1
+        assert all(0.0 <= accuracy <= 1.0 for accuracy in row["downstream"])
+    for row in (cross["sop"], cross["nsp"]):
         assert set(row["accuracy"]) == {"sop", "nsp"}
         for task, curve in row["curves"].items():
             assert [p["step"] for p in curve] == [6, 12]

@@ -16,7 +16,7 @@ from benchmarks.paper_claims import report
 from benchmarks.paper_claims import runs
 from benchmarks.paper_claims import studies
 
-DEFAULT_STEPS = 2000
+DEFAULT_STEPS = 1500
 QUICK_STEPS = 30
 QUICK_CORPUS_CHARS = 300_000
 RESULTS = "results.json"  # Everything the report shows, under output_dir.

@@ -50,7 +50,7 @@ class Recipe:
             few thousand steps of this small model.
     """
 
-    num_train_steps: int = 2000
+    num_train_steps: int = 1500
     train_batch_size: int = 32
     learning_rate: float = 5e-3
     optimizer: str = "lamb"

@@ -20,7 +20,7 @@ parity study's repeated runs of the base model measure.
 import dataclasses
 import time
 
-from albert_tf.quickstart import stages
+from albert_tf.quickstart import transfer
 
 from benchmarks.paper_claims import peer
 from benchmarks.paper_claims import runs
@@ -49,7 +49,7 @@ class Plan:
     factor_shares: tuple = ("all", "none")
     sharing_modes: tuple = ("all", "attention", "ffn", "none")
     seeds: int = 3
-    finetune_steps: int = stages.FINETUNE_STEPS
+    finetune_steps: int = transfer.FINETUNE_STEPS
 
 
 def make_plan(base_config, quick=False, seeds=0):
