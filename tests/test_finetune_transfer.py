@@ -3,9 +3,9 @@ reduced budget fine-tunes its exported encoder, loaded as a Keras layer, to
 a dev accuracy well above the same model trained from random
 initialization, on a task of text that pretraining never saw.
 
-The job's defaults (3M characters, 7000 steps) take about 10 minutes; this
-test runs its stages on a third of the text for 2000 steps, one fine-tuning
-seed, about 3 minutes on 2 CPU cores. The task
+The job's defaults (3M characters, 3000 steps, 3 fine-tuning seeds) take
+about 8 minutes; this test runs its stages on a third of the text for 2000
+steps, one fine-tuning seed, about 3 minutes on 2 CPU cores. The task
 (`albert_tf.quickstart.downstream`): docstrings of standard-library packages
 left out of pretraining, each cut at a random sentence boundary into halves
 kept in order or swapped; 200 training pairs, 1100 dev pairs from other

@@ -18,6 +18,7 @@ from data_prep import options as options_lib
 from data_prep.options import option
 
 from albert_tf import quickstart
+from albert_tf.quickstart import stages
 
 
 @dataclasses.dataclass
@@ -33,9 +34,11 @@ class QuickstartOptions:
         3_000_000, "Cap on the pretraining text (characters).")
     vocab_size: int = option(4000, "SentencePiece pieces (a soft limit).")
     max_seq_length: int = option(64, "Tokens a record.")
-    num_train_steps: int = option(7000, "Pretraining steps.")
+    num_train_steps: int = option(stages.NUM_TRAIN_STEPS,
+                                  "Pretraining steps.")
     train_seconds: float = option(
-        400, "Time budget of pretraining in this run (seconds; 0: none): "
+        stages.TRAIN_SECONDS, "Time budget of pretraining in this run "
+        "(seconds; 0: none): "
         "training stops, saving a checkpoint, once it is spent, even before "
         "num_train_steps; running again continues from there.")
     train_batch_size: int = option(32, "Batch size.")

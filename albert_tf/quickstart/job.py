@@ -50,8 +50,10 @@ def _reuse(entry, current):
 
 
 def run(output_dir, input_file=None, max_corpus_chars=3_000_000,
-        vocab_size=4000, max_seq_length=64, num_train_steps=7000,
-        train_seconds=400, train_batch_size=32, dupe_factor=10,
+        vocab_size=4000, max_seq_length=64,
+        num_train_steps=stages.NUM_TRAIN_STEPS,
+        train_seconds=stages.TRAIN_SECONDS, train_batch_size=32,
+        dupe_factor=10,
         max_predictions_per_seq=None, save_checkpoints_steps=None,
         learning_rate=5e-3, max_eval_steps=None, num_threads=2,
         finetune_seeds=transfer.FINETUNE_SEEDS,

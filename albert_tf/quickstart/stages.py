@@ -46,6 +46,11 @@ DATA_JSON = "quickstart_data.json"  # Under pretrain/.
 # Maskings of each held-out document: two give over 2,000 held-out
 # instances from the built-in corpus, enough for a stable accuracy.
 EVAL_DUPE_FACTOR = 2
+# Pretraining: steps of batch 32 (about 4 minutes on 2 cores), the time
+# budget of one run and the evaluated checkpoints over the run.
+NUM_TRAIN_STEPS = 3000
+TRAIN_SECONDS = 400
+NUM_CHECKPOINTS = 5
 
 
 def write_json(path, value):
@@ -220,8 +225,9 @@ def eval_batch_size(instances_count):
 
 
 def pretraining_options(records, config, pretrain_dir, max_seq_length=64,
-                        max_predictions_per_seq=None, num_train_steps=7000,
-                        train_seconds=400, train_batch_size=32,
+                        max_predictions_per_seq=None,
+                        num_train_steps=NUM_TRAIN_STEPS,
+                        train_seconds=TRAIN_SECONDS, train_batch_size=32,
                         learning_rate=5e-3, save_checkpoints_steps=None,
                         max_eval_steps=None):
     """The `PretrainingOptions` of the quickstart (LAMB, evaluation of every
@@ -237,12 +243,12 @@ def pretraining_options(records, config, pretrain_dir, max_seq_length=64,
         train_seconds: time budget of this run (0 or None: none).
         train_batch_size: the batch.
         learning_rate: peak LAMB learning rate.
-        save_checkpoints_steps: default: 7 checkpoints over the run.
+        save_checkpoints_steps: default: `NUM_CHECKPOINTS` over the run.
         max_eval_steps: evaluation batches per checkpoint; default: every
             held-out instance (the full batches).
     """
     if save_checkpoints_steps is None:
-        save_checkpoints_steps = max(1, -(-num_train_steps // 7))
+        save_checkpoints_steps = max(1, -(-num_train_steps // NUM_CHECKPOINTS))
     batch = eval_batch_size(records["eval"]["instances"])
     if max_eval_steps is None:
         max_eval_steps = max(1, records["eval"]["instances"] // batch)

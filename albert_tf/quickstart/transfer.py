@@ -31,7 +31,7 @@ FINETUNE_JSON = "finetune.json"  # Under finetune/.
 CLASSIFIER_NAME = "albert_sentence_order"  # The fine-tuned export's folder.
 # Fine-tuning runs of each initialization (one per seed), and their steps.
 FINETUNE_SEEDS = (0, 1, 2)
-FINETUNE_STEPS = 200
+FINETUNE_STEPS = 100
 NUM_CLASSIFIER_EXAMPLES = 4
 
 
