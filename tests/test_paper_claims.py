@@ -75,6 +75,13 @@ def test_chance_verdicts_need_the_control_to_be_learned():
         verdicts.AGREES
     assert verdicts.above_chance(0.70, 400, (0.52, 400, 0.5), "x", 0.6)[0] \
         == verdicts.CANT_TELL
+    # A model trained on the task itself is at chance: nothing to judge.
+    verdict, reason = verdicts.above_chance(0.55, 400, learned, "x", 0.6,
+                                            reference=0.61)
+    assert verdict == verdicts.CANT_TELL and "not learned at this scale" in \
+        reason
+    assert verdicts.above_chance(0.70, 400, learned, "x", 0.6,
+                                 reference=0.8)[0] == verdicts.AGREES
 
 
 def test_parity_tolerance_is_the_t_test_bound():
@@ -137,6 +144,13 @@ def test_claims_follow_from_the_numbers():
     assert found["factorization"] == [agrees] * 4
     assert found["sharing"] == [agrees] * 3
     assert found["sop_nsp"] == [agrees] * 3
+    # NSP not learned even by the NSP-pretrained model: transfer to NSP
+    # cannot be judged.
+    sop_nsp["rows"][0]["accuracy"]["nsp"] = 0.645
+    job.judge(result)
+    assert [c["verdict"] for c in result["studies"]["sop_nsp"]["claims"]] == [
+        agrees, verdicts.CANT_TELL, agrees]
+    sop_nsp["rows"][0]["accuracy"]["nsp"] = 0.80
     assert found["parity"] == [agrees]
     # Counts out of order; accuracy within noise, then reversed.
     sharing[2]["parameters"] = 400

@@ -330,7 +330,8 @@ def claims_sop_nsp(result):
                verdicts.above_chance(
                    by_task["sop"]["nsp"], examples["nsp"],
                    (by_task["sop"]["sop"], examples["sop"], chance["sop"]),
-                   "SOP-pretrained on NSP pairs", chance["nsp"])),
+                   "SOP-pretrained on NSP pairs", chance["nsp"],
+                   reference=by_task["nsp"]["nsp"])),
         _claim("SOP pretraining gives the better downstream model",
                "downstream average 80.1 after SOP vs 79.2 after NSP",
                verdicts.better_mean(

@@ -137,12 +137,16 @@ def near_chance(accuracy, examples, control, what, chance=0.5):
     return DISAGREES, reason
 
 
-def above_chance(accuracy, examples, control, what, chance=0.5):
+def above_chance(accuracy, examples, control, what, chance=0.5,
+                 reference=None):
     """The claim "this model does the task" (clearly above chance).
 
     `control` is the model's accuracy on the task it was trained on (with
     its own `chance`, `examples`): a model that has not learned even that
-    says nothing about transfer. Other arguments as for `near_chance`.
+    says nothing about transfer. `reference`, if given, is the accuracy of
+    a model trained on this task: when that one is within the chance band
+    too, the task is not learned at this scale by anything, and the claim
+    cannot be judged. Other arguments as for `near_chance`.
     """
     band = chance_band(examples, chance)
     reason = "%s: %.1f%% (chance band %.1f ± %.1f%%)" % (
@@ -151,6 +155,10 @@ def above_chance(accuracy, examples, control, what, chance=0.5):
     if own_accuracy - own_chance <= chance_band(own_examples, own_chance):
         return CANT_TELL, reason + (
             "; its own task is not learned yet (%.1f%%)" % (100 * own_accuracy))
+    if reference is not None and reference - chance <= band:
+        return CANT_TELL, reason + (
+            "; the task itself is not learned at this scale: the model "
+            "trained on it scores %.1f%%" % (100 * reference))
     if accuracy - chance > band:
         return AGREES, reason
     return DISAGREES, reason
