@@ -32,7 +32,7 @@ WAYS = {"auto": None, "xla": True, "no_xla": False}
 
 def build_data(data_dir):
     """The quickstart's corpus, vocabulary and records, with its defaults."""
-    from albert_tf.quickstart import stages
+    from albert_apps.quickstart import stages
 
     corpus = stages.write_corpus(data_dir, None, 2_000_000)
     vocabulary = stages.build_vocabulary(corpus, data_dir, 2000, 2)
@@ -43,7 +43,7 @@ def build_data(data_dir):
 
 def run_once(vocabulary, records, output_dir, jit_compile, steps):
     """Pretrains `steps` steps one way; returns its rates and choice."""
-    from albert_tf.quickstart import stages
+    from albert_apps.quickstart import stages
     from albert_tf.training import compile_choice
     from albert_tf.training import pretraining
 

@@ -1,4 +1,4 @@
-"""The quickstart's downstream task (`albert_tf.quickstart.downstream`)."""
+"""The quickstart's downstream task (`albert_apps.quickstart.downstream`)."""
 
 import os
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.quickstart import downstream
+from albert_apps.quickstart import downstream
 
 
 def _corpus(path, documents):

@@ -1,4 +1,4 @@
-"""Pretraining helps fine-tuning: the main job (`albert_tf.quickstart`) on a
+"""Pretraining helps fine-tuning: the main job (`albert_apps.quickstart`) on a
 reduced budget fine-tunes its exported encoder, loaded as a Keras layer, to
 a dev accuracy well above the same model trained from random
 initialization, on a task of text that pretraining never saw.
@@ -6,7 +6,7 @@ initialization, on a task of text that pretraining never saw.
 The job's defaults (3M characters, 3000 steps, 3 fine-tuning seeds) take
 about 8 minutes; this test runs its stages on a third of the text for 2000
 steps, one fine-tuning seed, about 5 minutes on 2 CPU cores. The task
-(`albert_tf.quickstart.downstream`): docstrings of standard-library packages
+(`albert_apps.quickstart.downstream`): docstrings of standard-library packages
 left out of pretraining, each cut at a random sentence boundary into halves
 kept in order or swapped; 200 training pairs, 1100 dev pairs from other
 documents.
@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from albert_tf import quickstart
+from albert_apps import quickstart
 
 # max_train_seconds is only a guard against a hung or far too slow machine:
 # the test fails, rather than comparing a model trained for fewer steps, if

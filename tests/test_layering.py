@@ -2,7 +2,7 @@
 
     data_prep -> albert_tf.config -> layers -> models -> training -> convert
       -> tasks -> export -> tools -> the programs (albert_tf.cli, the
-      quickstart, the `albert_tf.run_*` entry names) -> benchmarks
+      `albert_tf.run_*` entry names, albert_apps: the quickstart) -> benchmarks
 
 A module may import from its own package and from the packages before it,
 never from one after it: every import statement counts, also one inside a
@@ -31,7 +31,7 @@ RANKS = {
     "export": 7,
     "tools": 8,
     "albert_tf.cli": 9,
-    "albert_tf.quickstart": 9,
+    "albert_apps": 9,
     "albert_tf.run_pretraining": 9,
     "albert_tf.run_classifier": 9,
     "albert_tf.run_squad": 9,
@@ -51,7 +51,8 @@ def _rank(module):
 
 
 def _modules():
-    for top in ("data_prep", "albert_tf", "export", "tools", "benchmarks"):
+    for top in ("data_prep", "albert_tf", "export", "tools", "albert_apps",
+                "benchmarks"):
         for folder, _, files in os.walk(os.path.join(REPO, top)):
             for name in sorted(files):
                 if name.endswith(".py"):

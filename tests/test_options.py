@@ -18,7 +18,7 @@ from albert_tf.training.pretraining import PretrainingOptions
 # Every program of the project (their flags are defined only when run).
 PROGRAMS = ("albert_tf.run_pretraining", "albert_tf.run_classifier",
             "albert_tf.run_squad", "albert_tf.run_race",
-            "albert_tf.convert_checkpoint", "albert_tf.quickstart",
+            "albert_tf.convert_checkpoint", "albert_apps.quickstart",
             "data_prep.build_vocab", "data_prep.create_pretraining_data",
             "export.export_saved_model")
 

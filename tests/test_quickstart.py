@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import quickstart
-from albert_tf.quickstart import stages
-from albert_tf.quickstart.__main__ import QuickstartOptions
+from albert_apps import quickstart
+from albert_apps.quickstart import stages
+from albert_apps.quickstart.__main__ import QuickstartOptions
 
 
 def test_split_corpus_holds_out_whole_documents(tmp_path):
@@ -41,7 +41,7 @@ def test_split_corpus_holds_out_whole_documents(tmp_path):
 
 
 def test_builtin_corpus_keeps_the_downstream_packages_out(tmp_path):
-    from albert_tf.quickstart import data
+    from albert_apps.quickstart import data
 
     files = [str(tmp_path / name) for name in ("t.txt", "e.txt", "d.txt")]
     held_out = data.builtin_downstream_documents()
@@ -96,12 +96,12 @@ def test_library_modules_define_no_flags():
 
 def test_command_line_flags():
     done = subprocess.run(
-        [sys.executable, "-m", "albert_tf.quickstart", "--helpfull"],
+        [sys.executable, "-m", "albert_apps.quickstart", "--helpfull"],
         capture_output=True, text=True, timeout=300)
     for name in ("output_dir", "input_file", "train_seconds", "vocab_size"):
         assert "--%s:" % name in done.stdout, name
     done = subprocess.run(
-        [sys.executable, "-m", "albert_tf.quickstart", "extra"],
+        [sys.executable, "-m", "albert_apps.quickstart", "extra"],
         capture_output=True, text=True, timeout=300)
     assert done.returncode != 0 and "Unexpected arguments" in done.stderr
 
@@ -202,7 +202,7 @@ print(json.dumps({"label": [x.decode() for x in out["label"].numpy()],
 def _check_answers_come_from_the_saved_models(report):
     import tensorflow_text  # noqa: F401
 
-    from albert_tf.quickstart import queries
+    from albert_apps.quickstart import queries
 
     paths = report["export"]["paths"]
     model = tf.saved_model.load(paths["serving"])

@@ -1,4 +1,4 @@
-"""The quickstart's report and curves (`albert_tf.quickstart.report`)."""
+"""The quickstart's report and curves (`albert_apps.quickstart.report`)."""
 
 import json
 import os
@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from tools import plot
 
-from albert_tf.quickstart import report as report_lib
+from albert_apps.quickstart import report as report_lib
 
 
 def _eval(step, mlm, sop):

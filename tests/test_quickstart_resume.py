@@ -1,11 +1,11 @@
-"""Which quickstart stages a rerun skips (`albert_tf.quickstart.resume`)."""
+"""Which quickstart stages a rerun skips (`albert_apps.quickstart.resume`)."""
 
 import os
 
 from data_prep import pipeline
 
-from albert_tf.quickstart import resume
-from albert_tf.quickstart import stages
+from albert_apps.quickstart import resume
+from albert_apps.quickstart import stages
 
 
 def _touch(path, mtime, text="x"):
@@ -104,7 +104,7 @@ def test_export_is_reused_while_it_holds_the_best_checkpoint(tmp_path):
 
 
 def test_finetuning_is_reused_for_its_export_and_settings(tmp_path):
-    from albert_tf.quickstart import transfer
+    from albert_apps.quickstart import transfer
 
     out = str(tmp_path)
     exported = {"version": 2}

@@ -2,7 +2,7 @@
 
 The corpus (split into pretraining, held-out and downstream documents, and
 the downstream task), the SentencePiece model and the SOP records come from
-the quickstart's stages (`albert_tf.quickstart.stages`), with its defaults.
+the quickstart's stages (`albert_apps.quickstart.stages`), with its defaults.
 Next to them, from the same documents and with the same options, maskings
 and seed, `data_prep.pipeline.create_pretraining_data` writes the NSP
 records (`random_next_sentence`) of both splits.
@@ -15,7 +15,7 @@ import os
 from data_prep import instances
 from data_prep import pipeline
 
-from albert_tf.quickstart import stages
+from albert_apps.quickstart import stages
 
 TASKS = ("sop", "nsp")
 
@@ -38,7 +38,7 @@ def build_data(data_dir, input_file=None, max_corpus_chars=None,
         `max_predictions_per_seq`, `source` (the corpus, in words),
         `train_dupes` and `eval_dupes` (maskings of each document),
         `task_dir` and `task_examples` (the quickstart's downstream task,
-        see `albert_tf.quickstart.downstream`, and its `train` and `dev`
+        see `albert_apps.quickstart.downstream`, and its `train` and `dev`
         pair counts),
         `baseline` (the quickstart's: `masked_lm_accuracy` and `piece` of
         always predicting the most frequent masked token of the held-out

@@ -7,7 +7,7 @@ import time
 
 from absl import logging
 
-from albert_tf.quickstart import stages
+from albert_apps.quickstart import stages
 from albert_tf.training import hardware
 from albert_tf.training import input_pipeline
 

@@ -186,7 +186,7 @@ def _sop_nsp(result):
         "scored). NSP pairs take segment B from another document half of "
         "the time and for every one-sentence chunk; SOP pairs swap two "
         "consecutive segments half of the time. Downstream: the "
-        "quickstart's task (`albert_tf.quickstart.downstream`: are two "
+        "quickstart's task (`albert_apps.quickstart.downstream`: are two "
         "halves of a document never pretrained on in order or swapped; %s "
         "training and %s dev pairs), fine-tuned for %d steps from each "
         "model's encoder and from a random initialization, %d seed(s) each; "

@@ -19,7 +19,7 @@ import keras
 
 from albert_tf.models.encoder import AlbertEncoder
 from albert_tf.models.pretrainer import AlbertPretrainer
-from albert_tf.quickstart import downstream
+from albert_apps.quickstart import downstream
 from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import pretraining
 from albert_tf.training.trainer import Trainer

@@ -20,7 +20,7 @@ parity study's repeated runs of the base model measure.
 import dataclasses
 import time
 
-from albert_tf.quickstart import transfer
+from albert_apps.quickstart import transfer
 
 from benchmarks.paper_claims import peer
 from benchmarks.paper_claims import runs

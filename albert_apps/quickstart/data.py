@@ -7,7 +7,7 @@ The corpus is split by whole documents three ways:
   so evaluation measures text the model never saw (not new maskings of
   training sentences);
 - downstream documents (`downstream.txt`), the text of the fine-tuning task
-  (`albert_tf.quickstart.downstream`), never pretrained on either: for the
+  (`albert_apps.quickstart.downstream`), never pretrained on either: for the
   built-in corpus, the standard-library packages of `DOWNSTREAM_PACKAGES`;
   for a user's corpus, one document in `DOWNSTREAM_EVERY`.
 

@@ -12,8 +12,8 @@ import os
 
 from data_prep import pipeline
 
-from albert_tf.quickstart import stages
-from albert_tf.quickstart import transfer
+from albert_apps.quickstart import stages
+from albert_apps.quickstart import transfer
 
 
 def current_corpus(data_dir, input_file=None, max_corpus_chars=3_000_000):

@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the SavedModels' ops)
 
-from albert_tf.quickstart import data
+from albert_apps.quickstart import data
 
 NUM_FILL_MASK_QUERIES = 200
 MAX_QUERY_WORDS = 30

@@ -2,7 +2,7 @@
 
 Each stage takes what the earlier stages returned, always does its work, and
 returns the dict the report shows for it (also written as JSON next to its
-outputs, which is how `albert_tf.quickstart.resume` tells that a rerun may
+outputs, which is how `albert_apps.quickstart.resume` tells that a rerun may
 skip it):
 
     corpus = write_corpus(data_dir)
@@ -11,7 +11,7 @@ skip it):
     trained = pretrain(records, vocabulary, pretrain_dir)
     exported = export_model(trained, vocabulary, output_dir)
 
-(then `albert_tf.quickstart.transfer`: fine-tuning and the queries). Each
+(then `albert_apps.quickstart.transfer`: fine-tuning and the queries). Each
 calls the library of the matching command-line tool, so the quickstart
 exercises the same code: `data_prep.vocab.train_vocab`,
 `data_prep.pipeline.create_pretraining_data`,
@@ -32,9 +32,9 @@ from export import exporter
 
 from albert_tf.config import AlbertConfig
 from albert_tf.models.encoder import AlbertEncoder
-from albert_tf.quickstart import data
-from albert_tf.quickstart import downstream
-from albert_tf.quickstart import queries
+from albert_apps.quickstart import data
+from albert_apps.quickstart import downstream
+from albert_apps.quickstart import queries
 from albert_tf.training import pretraining
 
 # What each stage records (under data/, except where noted).

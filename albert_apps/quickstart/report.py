@@ -3,7 +3,7 @@ curves (`training_curves.png`, drawn by `tools.plot` from the run's
 TensorBoard event files).
 
 The report is one dict: a section per stage (what each function of
-`albert_tf.quickstart.stages` returned), `results` (the best checkpoint's
+`albert_apps.quickstart.stages` returned), `results` (the best checkpoint's
 accuracies next to their baselines), the stage timings and the paths of
 the files written.
 """
@@ -12,7 +12,7 @@ import os
 
 from tools import plot
 
-from albert_tf.quickstart import stages
+from albert_apps.quickstart import stages
 from albert_tf.training import hardware
 
 REPORT_JSON = "report.json"
@@ -232,7 +232,7 @@ def _query_lines(queries):
     lines += [
         "",
         "fill_mask (%s) on %d held-out sentences, one content word masked "
-        "in each (rule: albert_tf/quickstart/queries.py):" % (
+        "in each (rule: albert_apps/quickstart/queries.py):" % (
             queries["model"], len(fm["queries"])),
         "  the model's top pieces:            top-1 %s, top-5 %s" % (
             _pct(fm["top1_accuracy"]), _pct(fm["top5_accuracy"])),

@@ -35,7 +35,7 @@ import tensorflow as tf
 from albert_tf.layers.preprocessing import TextPreprocessor
 from albert_tf.layers.task_heads import ClassificationHead
 from albert_tf.models.encoder import INPUT_NAMES
-from albert_tf.quickstart import data
+from albert_apps.quickstart import data
 from albert_tf.training import optimization
 
 LABELS = ("in order", "swapped")

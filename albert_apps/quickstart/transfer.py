@@ -6,7 +6,7 @@ SavedModels.
     answers = query(exported["paths"]["serving"], finetuned["classifier"],
                     corpus, vocabulary)
 
-Like `albert_tf.quickstart.stages`, each returns the dict the report shows
+Like `albert_apps.quickstart.stages`, each returns the dict the report shows
 (`finetune` also writes it as JSON, which is how a rerun tells it may skip
 the stage).
 """
@@ -23,9 +23,9 @@ from export import saved_models
 from export import tasks
 
 from albert_tf.models.encoder import AlbertEncoder
-from albert_tf.quickstart import downstream
-from albert_tf.quickstart import queries
-from albert_tf.quickstart import stages
+from albert_apps.quickstart import downstream
+from albert_apps.quickstart import queries
+from albert_apps.quickstart import stages
 
 FINETUNE_JSON = "finetune.json"  # Under finetune/.
 CLASSIFIER_NAME = "albert_sentence_order"  # The fine-tuned export's folder.

@@ -1,8 +1,8 @@
 """The whole quickstart job: the eight stages in order, resuming.
 
-`run` calls one function per stage (`albert_tf.quickstart.stages`, then
-`albert_tf.quickstart.report`) and skips the stages whose outputs are
-current (`albert_tf.quickstart.resume`), logging each stage's start, end and
+`run` calls one function per stage (`albert_apps.quickstart.stages`, then
+`albert_apps.quickstart.report`) and skips the stages whose outputs are
+current (`albert_apps.quickstart.resume`), logging each stage's start, end and
 time.
 """
 
@@ -12,10 +12,10 @@ import time
 
 from absl import logging
 
-from albert_tf.quickstart import report as report_lib
-from albert_tf.quickstart import resume
-from albert_tf.quickstart import stages
-from albert_tf.quickstart import transfer
+from albert_apps.quickstart import report as report_lib
+from albert_apps.quickstart import resume
+from albert_apps.quickstart import stages
+from albert_apps.quickstart import transfer
 
 STAGES = ("corpus", "vocab", "records", "pretrain", "export", "finetune",
           "query", "report")

@@ -1,0 +1,56 @@
+"""The main job in one command: `python -m albert_apps.quickstart`.
+
+Shows what ALBERT is for, offline, in about ten minutes on 2 CPU cores:
+pretrain a small ALBERT on English text already on the machine, fine-tune
+the exported encoder on a task of text it never saw (against the same model
+from random initialization), and serve the result from raw text. Each stage
+is a function of `albert_apps.quickstart.stages` (or `.report`) calling the
+library of the matching command-line tool:
+
+1. corpus (`write_corpus`): docstrings of the standard library and the
+   installed packages (`data_prep.builtin_corpus`), or `--input_file`; one
+   document in 10 is held out for evaluation, and whole standard-library
+   packages (`data.DOWNSTREAM_PACKAGES`; of a user's corpus, one document
+   in 10) are kept for the downstream task (`downstream.write_task`).
+2. vocab (`build_vocabulary`): a SentencePiece model
+   (`data_prep.vocab.train_vocab`, the library of
+   `python -m data_prep.build_vocab`).
+3. records (`build_records`): pretraining TFRecords
+   (`data_prep.pipeline.create_pretraining_data`, the library of
+   `python -m data_prep.create_pretraining_data`).
+4. pretrain (`pretrain`): the `tiny` preset, widened
+   (`albert_tf.training.pretraining.run_pretraining`, the library of
+   `python -m albert_tf.run_pretraining`), evaluating every checkpoint on
+   the held-out records; the best goes to `pretrain/best/`.
+5. export (`export_model`): the SavedModels
+   (`export.exporter.export_from_checkpoint`, the library of
+   `python -m export.export_saved_model`).
+6. finetune (`finetune`): the exported encoder loaded as a Keras layer
+   (`export.keras_layer.load_encoder`) and fine-tuned on the sentence order
+   of held-out documents, against random initialization, over several
+   seeds (`downstream.finetune`); the classifier is exported as a text-in
+   SavedModel (`export.tasks.export_classifier`).
+7. query (`query`): fill-mask on held-out sentences and the classifier on
+   the task's dev pairs, through the SavedModels' signatures.
+8. report (`report.summarize`, `report.write_report`): `report.txt`,
+   `report.json` and `training_curves.png`.
+
+Everything goes under `--output_dir`. Running again with the same output_dir
+resumes (`albert_apps.quickstart.resume`): finished stages are skipped,
+training continues from its newest checkpoint, and the exports and the
+fine-tuning are reused when they hold the current best checkpoint (else the
+next version is exported and fine-tuned).
+
+    from albert_apps import quickstart
+    report = quickstart.run("runs/quickstart", train_seconds=60)
+"""
+
+from albert_apps.quickstart.data import EVAL_EVERY
+from albert_apps.quickstart.data import masked_token_baseline
+from albert_apps.quickstart.data import split_corpus
+from albert_apps.quickstart.job import run
+from albert_apps.quickstart.report import format_report
+from albert_apps.quickstart.report import training_curves
+
+__all__ = ["EVAL_EVERY", "format_report", "masked_token_baseline",
+           "run", "split_corpus", "training_curves"]
