@@ -131,7 +131,9 @@ def _check_artifacts_and_report(out, report):
     """Every artifact exists, and the report's numbers."""
     data, pretrain = os.path.join(out, "data"), os.path.join(out, "pretrain")
     for path in ("corpus.json", "train.txt", "eval.txt", "downstream.txt",
-                 "task/train.tsv", "task/dev.tsv", "spm.model", "spm.vocab",
+                 "task/same_document/train.tsv", "task/same_document/dev.tsv",
+                 "task/sentence_order/train.tsv", "task/sentence_order/dev.tsv",
+                 "spm.model", "spm.vocab",
                  "train.tfrecord", "train.stats.json", "eval.tfrecord",
                  "eval.stats.json", "baseline.json"):
         assert os.path.getsize(os.path.join(data, path)) > 0, path
@@ -160,29 +162,46 @@ def _check_artifacts_and_report(out, report):
     results = report["results"]
     assert [c["step"] for c in results["curve"]] == [4, 8, 12, 16, 20]
     assert results["last_checkpoint"] == "ckpt-20"
-    assert isinstance(results["last_is_not_worse"], bool)
+    assert set(results["peaks"]) == {"masked_lm_accuracy",
+                                     "sentence_order_accuracy"}
     assert 0 < results["masked_lm_baseline"] < 1
     assert results["sentence_order_baseline"] == 0.5
+    low, high = results["sentence_order_ci95"]
+    assert low <= results["last_sentence_order_accuracy"] <= high
+    assert results["sentence_order_verdict"] in (
+        "above chance", "at chance", "below chance")
 
     # Fine-tuning: both initializations, every seed, through the export.
     finetuned = report["finetune"]
     assert finetuned["encoders"]["pretrained"] == paths["encoder"]
-    for name in ("pretrained", "random_init"):
-        runs = finetuned["runs"][name]
-        assert [r["seed"] for r in runs] == [0]
-        assert all(0 <= r["dev_accuracy"] <= 1 and r["steps"] == 4
-                   for r in runs)
-    assert finetuned["task"]["dev"] > 100
-    assert finetuned["classifier"] == os.path.join(
-        out, "export", "albert_sentence_order", "1")
+    assert [t["name"] for t in finetuned["tasks"]] == ["same_document",
+                                                       "sentence_order"]
+    for task in finetuned["tasks"]:
+        for name in ("pretrained", "random_init"):
+            runs = task["runs"][name]
+            assert [r["seed"] for r in runs] == [0]
+            assert all(0 <= r["dev_accuracy"] <= 1 and r["steps"] == 4
+                       for r in runs)
+        # The built-in downstream packages give the full task.
+        assert task["dev_examples"] >= 1000 and task["train_examples"] == 400
+        low, high = task["margin_ci95"]
+        assert low <= task["margin"] <= high
+        assert task["verdict"] in ("pretraining helped",
+                                   "can't tell (within noise)",
+                                   "pretraining hurt")
+        assert task["classifier"] == os.path.join(
+            out, "export", "albert_" + task["name"], "1")
 
     text = open(os.path.join(out, "report.txt")).read()
     for needle in ("masked-LM accuracy", "SOP accuracy", "tensorboard --logdir",
-                   "fill_mask", "random init", "served classifier",
-                   "machine:", paths["serving"], finetuned["classifier"]):
+                   "fill_mask", "random init", "served same_document",
+                   "served sentence_order", "machine:", paths["serving"],
+                   finetuned["tasks"][0]["classifier"], "95% interval"):
         assert needle in text, needle
-    assert json.load(open(os.path.join(out, "report.json")))["results"] == \
-        report["results"]
+    saved = json.load(open(os.path.join(out, "report.json")))
+    assert saved["results"] == report["results"]
+    assert saved["finetune"]["tasks"][1]["margin_ci95"] == \
+        finetuned["tasks"][1]["margin_ci95"]
 
 
 _SERVE = """
@@ -221,12 +240,13 @@ def _check_answers_come_from_the_saved_models(report):
 
     # The classifier serves raw text in a fresh process, with the answers
     # of the report.
-    classifier = report["queries"]["classifier"]
+    classifier = report["queries"]["classifiers"][0]
     examples = classifier["examples"]
     pairs = [[e["first"], e["second"]] for e in examples]
     done = subprocess.run(
-        [sys.executable, "-c", _SERVE, report["finetune"]["classifier"],
-         json.dumps(pairs)], capture_output=True, text=True, timeout=600)
+        [sys.executable, "-c", _SERVE, report["finetune"]["tasks"][0][
+            "classifier"], json.dumps(pairs)], capture_output=True, text=True,
+        timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     served = json.loads(done.stdout.strip().splitlines()[-1])
     assert served["label"] == [e["label"] for e in examples]

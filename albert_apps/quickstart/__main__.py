@@ -43,6 +43,11 @@ class QuickstartOptions:
         "num_train_steps; running again continues from there.")
     train_batch_size: int = option(32, "Batch size.")
     dupe_factor: int = option(10, "Maskings of each training document.")
+    dtype: str = option(
+        "auto", "Pretraining precision: bfloat16 (mixed, float32 variables), "
+        "float32, or auto: bfloat16 where the CPU or accelerator has fast "
+        "bfloat16 matmuls (AVX512_BF16, AMX, TPU, recent GPUs), else "
+        "float32.", choices=("auto", "float32", "bfloat16"))
 
 
 def run_and_print(options):

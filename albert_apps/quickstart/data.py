@@ -9,7 +9,8 @@ The corpus is split by whole documents three ways:
 - downstream documents (`downstream.txt`), the text of the fine-tuning task
   (`albert_apps.quickstart.downstream`), never pretrained on either: for the
   built-in corpus, the standard-library packages of `DOWNSTREAM_PACKAGES`;
-  for a user's corpus, one document in `DOWNSTREAM_EVERY`.
+  for a user's corpus, one document in a number chosen from the corpus
+  (`downstream.choose_every`).
 
 `masked_token_baseline` is the accuracy a model reaches without learning
 anything but token frequencies, the number the masked-LM accuracy is read
@@ -25,7 +26,6 @@ import tensorflow as tf
 from data_prep import builtin_corpus
 
 EVAL_EVERY = 10  # One pretraining-corpus document in EVAL_EVERY is held out.
-DOWNSTREAM_EVERY = 10  # Of a user's corpus, for the downstream task.
 # Standard-library packages whose docstrings pretraining never sees: the
 # downstream task's text (about 1,300 documents in Python 3.11).
 DOWNSTREAM_PACKAGES = ("asyncio", "distutils", "email", "http", "importlib",

@@ -1,13 +1,28 @@
-"""The quickstart's downstream task: sentence order in text never pretrained on.
+"""The quickstart's downstream tasks: questions about text never pretrained on.
 
-Why this task: it shows what pretraining is for. Each example is a document
-of held-out text (for the built-in corpus, docstrings of standard-library
-packages that pretraining never saw) cut at a random sentence boundary into
-two halves, given in order (label 0) or swapped (label 1). Few labelled
-examples are given (`NUM_TRAIN`), as in the fine-tuning settings where
-pretraining pays off; a model trained from random initialization on them
-stays near chance, while a pretrained encoder carries over what it learned
-about the language and about discourse order.
+Why: they show what pretraining is for. Each task is built from held-out
+documents (for the built-in corpus, docstrings of standard-library packages
+that pretraining never saw), with labels that come from the corpus's own
+structure, no hand labels. Few labelled examples are given (`NUM_TRAIN`), as
+in the fine-tuning settings where pretraining pays off, and many are scored
+(`NUM_DEV`, so an accuracy is known to about ±3 points). A model trained from
+random initialization on them stays near chance, while a pretrained encoder
+carries over what it learned.
+
+The tasks (`TASKS`), both on pairs of passages (runs of consecutive
+sentences of at most `PASSAGE_WORDS` words):
+- `same_document`: are the two passages from the same document (label 1) or
+  from two different ones (label 0)? It measures whether the encoder's
+  output carries what a text is about (its topic, vocabulary and style), so
+  any corpus of documents of two or more passages supports it.
+- `sentence_order`: two adjacent passages of a document, given in order
+  (label 0) or swapped (label 1). It measures discourse order, which is what
+  sentence-order prediction pretrains; it shows something only on text whose
+  sentence order carries meaning.
+
+Documents are shuffled (seeded) and dealt to train until its pairs suffice,
+the rest to dev, so no document's text is in both; each document gives up
+to `PAIRS_PER_DOCUMENT` pairs of a task.
 
 Fine-tuning goes through the exported encoder SavedModel loaded as a Keras
 layer (`export.keras_layer.load_encoder`), the documented path for users
@@ -16,14 +31,15 @@ who fine-tune an exported model in their own Keras code; an in-memory
 dense layer on `pooled_output`, trained with the official AdamW recipe
 (warmup, linear decay, clipping at global norm 1.0).
 
-    counts = write_task("data/downstream.txt", "data/task")
-    task = load_task("data/task")
+    counts = write_tasks("data/downstream.txt", "data/task")
+    task = load_task("data/task/same_document")
     result = finetune("export/albert_encoder/1", "data/spm.model", task)
     result["dev_accuracy"]
 """
 
 import csv
 import dataclasses
+import math
 import os
 import random
 import time
@@ -35,13 +51,28 @@ import tensorflow as tf
 from albert_tf.layers.preprocessing import TextPreprocessor
 from albert_tf.layers.task_heads import ClassificationHead
 from albert_tf.models.encoder import INPUT_NAMES
-from albert_apps.quickstart import data
 from albert_tf.training import optimization
+from export import keras_layer
 
-LABELS = ("in order", "swapped")
-# Few labelled pairs to learn from, many to measure on (the dev accuracy of
-# 1100 pairs has a standard error of about 1.4 points).
-NUM_TRAIN, NUM_DEV = 200, 1100
+from albert_apps.quickstart import data
+
+# name -> (labels, what it measures). The order is the report's.
+TASKS = {
+    "same_document": (
+        ("different documents", "same document"),
+        "are two passages from the same held-out document? (what a text is "
+        "about: topic, vocabulary, style)"),
+    "sentence_order": (
+        ("in order", "swapped"),
+        "are two adjacent passages of a held-out document in order or "
+        "swapped? (discourse order, the pretraining SOP objective itself)"),
+}
+# Few labelled pairs to learn from, many to measure on (the accuracy of
+# 1000 dev pairs has a 95% binomial interval of about ±3 points).
+NUM_TRAIN, NUM_DEV = 400, 1000
+MAX_DEV = 2000  # More dev pairs than this add little and cost time.
+PASSAGE_WORDS = 24  # Two passages fill about 64 tokens.
+PAIRS_PER_DOCUMENT = 8  # Bounds how much one document weighs.
 TASK_FILES = ("train.tsv", "dev.tsv")
 
 
@@ -53,7 +84,115 @@ class Task:
     train_labels: np.ndarray
     dev_pairs: list
     dev_labels: np.ndarray
-    labels: tuple = LABELS
+    labels: tuple = TASKS["sentence_order"][0]
+    name: str = "sentence_order"
+
+
+def passages(document, max_words=PASSAGE_WORDS):
+    """Cuts a document (a list of sentences) into passages: runs of
+    consecutive sentences of at most `max_words` words (a longer sentence is
+    a passage of its own)."""
+    out, current, words = [], [], 0
+    for sentence in document:
+        n = len(sentence.split())
+        if current and words + n > max_words:
+            out.append(" ".join(current))
+            current, words = [], 0
+        current.append(sentence)
+        words += n
+    if current:
+        out.append(" ".join(current))
+    return [p.replace("\t", " ") for p in out]
+
+
+def capacity(task, num_passages, per_document=PAIRS_PER_DOCUMENT):
+    """Pairs of `task` a document of `num_passages` passages gives."""
+    if num_passages < 2:
+        return 0
+    if task == "sentence_order":
+        return min(per_document, num_passages - 1)
+    positives = min(per_document // 2, math.comb(num_passages, 2))
+    return 2 * positives
+
+
+# Of a user's corpus, one document in `every` goes downstream: `every` is
+# chosen from the corpus (`choose_every`), between these.
+MIN_EVERY, MAX_EVERY = 4, 10
+
+
+def choose_every(documents, max_chars=None, tasks=tuple(TASKS),
+                 wanted=NUM_TRAIN + NUM_DEV, slack=1.1):
+    """How many documents of a user's corpus give one downstream document:
+    the largest `every` in [MIN_EVERY, MAX_EVERY] whose downstream documents
+    give every task `slack * wanted` pairs (MIN_EVERY when none does).
+
+    Args:
+        documents: the corpus's documents (lists of sentences), in order.
+        max_chars: the cap on the pretraining text (`split_corpus`'s), which
+            decides how far the corpus is read.
+        tasks, wanted, slack: the tasks and the train + dev pairs wanted.
+    """
+    sizes = []  # (characters, pairs of each task) per document.
+    limit = max_chars and max_chars * MIN_EVERY / (MIN_EVERY - 1)
+    total = 0
+    for document in documents:
+        chars = sum(len(s) + 1 for s in document) + 1
+        count = len(passages(document))
+        sizes.append((chars, [capacity(t, count) for t in tasks]))
+        total += chars
+        if limit and total >= limit:
+            break
+    for every in range(MAX_EVERY, MIN_EVERY - 1, -1):
+        pretraining, pairs = 0, [0] * len(tasks)
+        for index, (chars, caps) in enumerate(sizes):
+            if index % every == every - 1:
+                pairs = [a + b for a, b in zip(pairs, caps)]
+            else:
+                pretraining += chars
+                if max_chars and pretraining >= max_chars:
+                    break
+        if min(pairs) >= slack * wanted:
+            return every
+    return MIN_EVERY
+
+
+def _order_pairs(docs, rng, per_document):
+    rows = []
+    for doc in docs:
+        starts = list(range(len(doc) - 1))
+        for i in sorted(rng.sample(starts, min(per_document, len(starts)))):
+            first, second = doc[i], doc[i + 1]
+            swapped = rng.random() < 0.5
+            if swapped:
+                first, second = second, first
+            rows.append((int(swapped), first, second))
+    return rows
+
+
+def _same_document_pairs(docs, rng, per_document):
+    """Balanced: each positive pair of a document comes with a negative one
+    pairing one of its passages with a passage of another document of the
+    same split."""
+    rows = []
+    for index, doc in enumerate(docs):
+        if len(doc) < 2 or len(docs) < 2:
+            continue
+        combos = [(i, j) for i in range(len(doc)) for j in range(i + 1, len(doc))]
+        for i, j in rng.sample(combos, min(per_document // 2, len(combos))):
+            pair = [doc[i], doc[j]]
+            rng.shuffle(pair)
+            rows.append((1, pair[0], pair[1]))
+            other = rng.randrange(len(docs) - 1)
+            other += other >= index
+            stranger = rng.choice(docs[other])
+            pair = [rng.choice((doc[i], doc[j])), stranger]
+            rng.shuffle(pair)
+            rows.append((0, pair[0], pair[1]))
+    return rows
+
+
+_BUILDERS = {"sentence_order": _order_pairs,
+             "same_document": _same_document_pairs}
 
 
 def _write_tsv(path, rows):
@@ -66,58 +205,91 @@ def _write_tsv(path, rows):
     os.replace(tmp, path)
 
 
-def write_task(documents_file, task_dir, num_train=NUM_TRAIN, num_dev=NUM_DEV,
-               seed=0):
-    """Writes `train.tsv` and `dev.tsv` of in-order vs swapped halves.
+def _deal(docs, task, num_train, per_document):
+    """Splits shuffled documents: train until it holds `num_train` pairs
+    (at most half of the documents), dev the rest."""
+    total, cut = 0, 0
+    while cut < len(docs) // 2 and total < num_train:
+        total += capacity(task, len(docs[cut]), per_document)
+        cut += 1
+    return docs[:cut], docs[cut:]
 
-    Documents are shuffled (seeded) and dealt to dev first, then to train,
-    so training and dev pairs come from different documents; each document
-    gives one pair, cut at a random sentence boundary and swapped with
-    probability 1/2.
+
+def write_task(task, documents_file, task_dir, num_train=NUM_TRAIN,
+               num_dev=NUM_DEV, max_dev=MAX_DEV, seed=0,
+               per_document=PAIRS_PER_DOCUMENT):
+    """Writes `train.tsv` and `dev.tsv` of one task (see `TASKS`).
 
     Args:
+        task: a name of `TASKS`.
         documents_file: the held-out documents (one sentence a line, a blank
             line between documents).
         task_dir: where the two TSV files go (columns `label`, `first`,
             `second`).
-        num_train, num_dev: pairs wanted; with fewer documents, train gets
-            at most half of them (rounded down) and dev the rest.
+        num_train: training pairs wanted (fewer when the documents cannot
+            give them: train takes at most half of the documents).
+        num_dev: dev pairs wanted; short of it, `short` says so.
+        max_dev: dev pairs kept at most (a seeded sample).
         seed: the shuffle, cut and swap seed.
+        per_document: pairs a document gives at most.
 
     Returns:
-        A dict: `train` and `dev` (pairs written), `documents` (usable
-        documents found) and `task_dir`.
+        A dict: `name`, `train` and `dev` (pairs written), `documents`
+        (usable documents found), `wanted` (`[num_train, num_dev]`),
+        `short` (a sentence when fewer than wanted, else None) and
+        `task_dir`.
 
     Raises:
-        ValueError: fewer than 4 documents of at least two sentences.
+        ValueError: an unknown task, or fewer than 4 documents of at least
+            two passages.
     """
-    documents = [d for d in data.read_documents(documents_file)
-                 if len(d) >= 2]
+    if task not in TASKS:
+        raise ValueError("Unknown downstream task %r: one of %s" % (
+            task, sorted(TASKS)))
+    documents = [p for p in (passages(d) for d in
+                             data.read_documents(documents_file))
+                 if len(p) >= 2]
     if len(documents) < 4:
         raise ValueError(
             "The downstream task needs at least 4 held-out documents of two "
-            "or more sentences. Received: %d in %s" % (len(documents),
-                                                       documents_file))
+            "or more passages. Received: %d in %s" % (len(documents),
+                                                      documents_file))
     rng = random.Random(seed)
     rng.shuffle(documents)
-    num_train = min(num_train, len(documents) // 2)
-    num_dev = min(num_dev, len(documents) - num_train)
-    splits = {"dev": documents[:num_dev],
-              "train": documents[num_dev:num_dev + num_train]}
+    train_docs, dev_docs = _deal(documents, task, num_train, per_document)
+    rows = {"train": _BUILDERS[task](train_docs, rng, per_document),
+            "dev": _BUILDERS[task](dev_docs, rng, per_document)}
+    rng.shuffle(rows["train"])
+    rows["train"] = rows["train"][:num_train]
+    rng.shuffle(rows["dev"])
+    rows["dev"] = rows["dev"][:max_dev]
     os.makedirs(task_dir, exist_ok=True)
     for split in ("train", "dev"):
-        rows = []
-        for document in splits[split]:
-            cut = rng.randint(1, len(document) - 1)
-            first, second = (" ".join(part).replace("\t", " ")
-                             for part in (document[:cut], document[cut:]))
-            swapped = rng.random() < 0.5
-            if swapped:
-                first, second = second, first
-            rows.append((int(swapped), first, second))
-        _write_tsv(os.path.join(task_dir, split + ".tsv"), rows)
-    return {"train": len(splits["train"]), "dev": len(splits["dev"]),
-            "documents": len(documents), "task_dir": task_dir}
+        _write_tsv(os.path.join(task_dir, split + ".tsv"), rows[split])
+    short = None
+    if len(rows["train"]) < num_train or len(rows["dev"]) < num_dev:
+        short = ("the held-out text gives %d train / %d dev pairs of %s, "
+                 "fewer than the %d / %d wanted: a larger corpus (or longer "
+                 "documents) gives more" % (len(rows["train"]),
+                                            len(rows["dev"]), task,
+                                            num_train, num_dev))
+    return {"name": task, "train": len(rows["train"]),
+            "dev": len(rows["dev"]), "documents": len(documents),
+            "wanted": [num_train, num_dev], "short": short,
+            "task_dir": task_dir}
+
+
+def write_tasks(documents_file, task_root, tasks=tuple(TASKS), **kwargs):
+    """Writes every task of `tasks` the documents support, under
+    `task_root/<name>/`; returns the list of `write_task` results (a task
+    with no dev or train pair is left out)."""
+    written = []
+    for name in tasks:
+        counts = write_task(name, documents_file,
+                            os.path.join(task_root, name), **kwargs)
+        if counts["train"] and counts["dev"]:
+            written.append(counts)
+    return written
 
 
 def _read_tsv(path):
@@ -135,7 +307,7 @@ def _read_tsv(path):
 
 
 def load_task(task_dir):
-    """Reads what `write_task` wrote.
+    """Reads what `write_task` wrote; the folder's name is the task's.
 
     Raises:
         FileNotFoundError: a task file is missing.
@@ -147,7 +319,9 @@ def load_task(task_dir):
                 name, task_dir))
     train_pairs, train_labels = _read_tsv(os.path.join(task_dir, "train.tsv"))
     dev_pairs, dev_labels = _read_tsv(os.path.join(task_dir, "dev.tsv"))
-    return Task(train_pairs, train_labels, dev_pairs, dev_labels)
+    name = os.path.basename(os.path.normpath(task_dir))
+    labels = TASKS[name][0] if name in TASKS else ("0", "1")
+    return Task(train_pairs, train_labels, dev_pairs, dev_labels, labels, name)
 
 
 def encode_pairs(preprocessor, pairs, seq_length):
@@ -158,7 +332,7 @@ def encode_pairs(preprocessor, pairs, seq_length):
     return {name: inputs[name].numpy() for name in INPUT_NAMES}
 
 
-def classifier(encoder, num_classes=len(LABELS), dropout=0.1):
+def classifier(encoder, num_classes=2, dropout=0.1):
     """The encoder (an exported encoder layer or an `AlbertEncoder`) with a
     classification head on `pooled_output`; outputs `{"logits": [B, C]}`.
 
@@ -176,10 +350,6 @@ def classifier(encoder, num_classes=len(LABELS), dropout=0.1):
 
 def _load_encoder(encoder):
     if isinstance(encoder, (str, os.PathLike)):
-        # Imported here: export/ sits above the rest of albert_tf, and only
-        # the exported path needs it.
-        from export import keras_layer
-
         return keras_layer.load_encoder(os.fspath(encoder))
     return encoder
 

@@ -55,7 +55,7 @@ def run(output_dir, input_file=None, max_corpus_chars=3_000_000,
         train_seconds=stages.TRAIN_SECONDS, train_batch_size=32,
         dupe_factor=10,
         max_predictions_per_seq=None, save_checkpoints_steps=None,
-        learning_rate=5e-3, max_eval_steps=None, num_threads=2,
+        learning_rate=5e-3, max_eval_steps=None, num_threads=2, dtype="auto",
         finetune_seeds=transfer.FINETUNE_SEEDS,
         finetune_steps=transfer.FINETUNE_STEPS):
     """Runs (or resumes) the whole job; returns the report dict.
@@ -67,8 +67,8 @@ def run(output_dir, input_file=None, max_corpus_chars=3_000_000,
         max_seq_length: tokens a record, and T of the exported models.
         dupe_factor, max_predictions_per_seq: see `stages.build_records`.
         num_train_steps, train_seconds, train_batch_size,
-            save_checkpoints_steps, learning_rate, max_eval_steps: see
-            `stages.pretraining_options`.
+            save_checkpoints_steps, learning_rate, max_eval_steps, dtype:
+            see `stages.pretraining_options`.
         finetune_seeds, finetune_steps: see `transfer.finetune`.
 
     Raises:
@@ -102,7 +102,7 @@ def run(output_dir, input_file=None, max_corpus_chars=3_000_000,
             num_train_steps=num_train_steps, train_seconds=train_seconds,
             train_batch_size=train_batch_size, learning_rate=learning_rate,
             save_checkpoints_steps=save_checkpoints_steps,
-            max_eval_steps=max_eval_steps, **shape)
+            max_eval_steps=max_eval_steps, dtype=dtype, **shape)
         entry["skipped"] = trained["resumed_from_step"] >= num_train_steps
     with timer.stage("export") as entry:
         exported = resume.current_export(trained, output_dir)
@@ -112,13 +112,14 @@ def run(output_dir, input_file=None, max_corpus_chars=3_000_000,
     with timer.stage("finetune") as entry:
         tuning = dict(seeds=tuple(finetune_seeds),
                       num_train_steps=finetune_steps)
-        finetuned = resume.current_finetune(exported, output_dir, **tuning)
+        finetuned = resume.current_finetune(exported, corpus, output_dir,
+                                            **tuning)
         if not _reuse(entry, finetuned):
             finetuned = transfer.finetune(exported, corpus, vocabulary,
                                         output_dir, max_seq_length, **tuning)
     with timer.stage("query"):
-        answers = transfer.query(exported["paths"]["serving"],
-                               finetuned["classifier"], corpus, vocabulary)
+        answers = transfer.query(exported["paths"]["serving"], finetuned,
+                                 corpus, vocabulary)
     report = {"output_dir": output_dir, "corpus": corpus, "vocab": vocabulary,
               "records": records, "pretrain": trained, "export": exported,
               "finetune": finetuned, "queries": answers}

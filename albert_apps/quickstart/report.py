@@ -13,53 +13,79 @@ import os
 from tools import plot
 
 from albert_apps.quickstart import stages
+from albert_tf.tasks import intervals
 from albert_tf.training import hardware
 
 REPORT_JSON = "report.json"
 REPORT_TXT = "report.txt"
 CURVES_PNG = "training_curves.png"
 SOP_CHANCE = 0.5  # Two classes, balanced by construction.
-# A last checkpoint this close to the best held-out accuracy "holds": the
-# standard error of an accuracy over 2,000+ instances is about 1 point.
-HOLD_TOLERANCE = 0.005
 SHOWN_QUERIES = 3
+METRICS = (("masked_lm_accuracy", "masked-LM"),
+           ("sentence_order_accuracy", "SOP"))
 
 
-def results(trained, baseline, eval_instances):
-    """The held-out accuracies of every checkpoint, next to their baselines.
+def _peak(curve, key):
+    return max(curve, key=lambda point: point[key])
+
+
+def results(trained, baseline, eval_instances, eval_documents=None):
+    """The held-out accuracies of every checkpoint, next to their baselines,
+    with the 95% intervals and verdicts they support.
 
     Args:
         trained: what `stages.pretrain` returned.
         baseline: the `baseline` of what `stages.build_records` returned.
         eval_instances: held-out instances (each checkpoint sees them all).
+        eval_documents: the held-out SOP pairs that are independent (one
+            masking of each held-out document's pairs:
+            `eval_instances / EVAL_DUPE_FACTOR`); the intervals count these,
+            not the instances, as the maskings share their sentences.
 
     Returns:
-        A dict: the best and the last checkpoint's accuracies, `curve` (one
-        entry per evaluated checkpoint), the baselines and
-        `last_is_not_worse`: whether the last checkpoint's held-out
-        masked-LM and SOP accuracies are within `HOLD_TOLERANCE` of the
-        best seen, i.e. training still generalizes at its end.
+        A dict: the best checkpoint's accuracies (`checkpoint`, chosen by
+        held-out masked-LM accuracy), the last checkpoint's, `curve` (one
+        entry per evaluated checkpoint), `peaks` (per metric: the step of
+        its highest value, the value, and whether the last checkpoint is
+        within noise of it), the baselines, `sentence_order_ci95` and
+        `sentence_order_verdict` (the last checkpoint's SOP against chance).
     """
     best, last = trained["best_eval"], trained["last_eval"]
+    n = eval_documents or max(1, eval_instances // stages.EVAL_DUPE_FACTOR)
     curve = [{"step": int(r["global_step"]),
               "masked_lm_accuracy": r["masked_lm_accuracy"],
               "sentence_order_accuracy": r["sentence_order_accuracy"]}
-             for r in trained.get("eval_curve", [])]
-    peaks = {key: max([c[key] for c in curve] or [last[key]])
-             for key in ("masked_lm_accuracy", "sentence_order_accuracy")}
+             for r in trained.get("eval_curve", [])] or [{
+                 "step": int(last["global_step"]),
+                 "masked_lm_accuracy": last["masked_lm_accuracy"],
+                 "sentence_order_accuracy": last["sentence_order_accuracy"]}]
+    peaks = {}
+    for key, _ in METRICS:
+        top = _peak(curve, key)
+        peaks[key] = {"step": top["step"], "value": top[key],
+                      "last_within_noise": intervals.difference_is_noise(
+                          top[key], last[key], n)}
+    sop = last["sentence_order_accuracy"]
+    sop_interval = intervals.wilson(sop, n)
     return {
         "checkpoint": best["checkpoint"],
         "masked_lm_accuracy": best["masked_lm_accuracy"],
         "sentence_order_accuracy": best["sentence_order_accuracy"],
         "last_checkpoint": last["checkpoint"],
+        "last_step": int(last["global_step"]),
         "last_masked_lm_accuracy": last["masked_lm_accuracy"],
-        "last_sentence_order_accuracy": last["sentence_order_accuracy"],
-        "last_is_not_worse": all(last[key] >= peak - HOLD_TOLERANCE
-                                 for key, peak in peaks.items()),
+        "last_sentence_order_accuracy": sop,
+        "peaks": peaks,
         "curve": curve,
         "masked_lm_baseline": baseline["masked_lm_accuracy"],
         "masked_lm_baseline_piece": baseline["piece"],
+        "masked_lm_ci95": [round(x, 4) for x in intervals.wilson(
+            last["masked_lm_accuracy"], baseline.get("masked_tokens") or n)],
         "sentence_order_baseline": SOP_CHANCE,
+        "sentence_order_ci95": [round(x, 4) for x in sop_interval],
+        "sentence_order_verdict": intervals.chance_verdict(sop_interval,
+                                                           SOP_CHANCE),
+        "independent_pairs": n,
         "evaluated_on": "%d held-out instances (documents never trained "
                         "on), at every checkpoint" % eval_instances,
     }
@@ -115,6 +141,8 @@ def summarize(report):
     trained, baseline = report["pretrain"], report["records"]["baseline"]
     report["results"] = results(trained, baseline,
                                 report["records"]["eval"]["instances"])
+    report["finetune"]["verdicts"] = {t["name"]: t["verdict"]
+                                      for t in report["finetune"]["tasks"]}
     report["plot"] = os.path.join(output_dir, CURVES_PNG)
     report["plot_points"] = training_curves(trained["output_dir"],
                                             report["plot"], {
@@ -149,9 +177,12 @@ def _summary_lines(report):
         "pretraining / %d held-out documents) from %s" % (
             c["documents"], c["sentences"], format(c["characters"], ","),
             c["train_documents"], c["eval_documents"], c["source"]),
-        "downstream  %d documents never pretrained on; task: %d train / %d "
-        "dev pairs" % (c["downstream_documents"], c["task"]["train"],
-                       c["task"]["dev"]),
+        "downstream  %d documents never pretrained on%s; tasks: %s" % (
+            c["downstream_documents"],
+            " (one in %d of the corpus)" % c["downstream_every"]
+            if c.get("downstream_every") else "",
+            ", ".join("%s %d train / %d dev pairs" % (
+                t["name"], t["train"], t["dev"]) for t in c["tasks"])),
         "vocabulary  %d SentencePiece pieces -> %s" % (v["pieces"],
                                                        v["model_file"]),
         "instances   %d train, %d held-out -> %s" % (
@@ -169,6 +200,16 @@ def _summary_lines(report):
     ]
 
 
+SOP_ADVICE = ("sentence order is not learned at this budget; what usually "
+              "helps: more steps (--num_train_steps, or run again to "
+              "continue), longer sequences (--max_seq_length=128), and text "
+              "whose sentence order carries meaning")
+
+
+def _interval(interval):
+    return "[%.1f, %.1f]" % (100 * interval[0], 100 * interval[1])
+
+
 def _pretraining_lines(res):
     lines = ["pretraining, evaluated on %s:" % res["evaluated_on"],
              "  %-12s %-20s %s" % ("checkpoint", "masked-LM accuracy",
@@ -181,37 +222,56 @@ def _pretraining_lines(res):
         "baseline", "%s (always %r)" % (_pct(res["masked_lm_baseline"]),
                                         res["masked_lm_baseline_piece"]),
         "50.0% (chance)"))
+    for key, label in METRICS:
+        peak = res["peaks"][key]
+        if peak["step"] == res["last_step"]:
+            where = "highest at the last checkpoint (step %d)" % peak["step"]
+        else:
+            where = "highest at step %d (%s); the last checkpoint is %s" % (
+                peak["step"], _pct(peak["value"]),
+                "within noise of it" if peak["last_within_noise"] else
+                "below it by more than noise")
+        lines.append("  %-10s %s" % (label + ":", where))
     lines.append(
-        "  the last checkpoint (%s) %s; the best is %s" % (
-            res["last_checkpoint"],
-            "holds the best held-out accuracies (within %.1f points)" % (
-                100 * HOLD_TOLERANCE) if res["last_is_not_worse"] else
-            "is below the best held-out accuracies: training overfits",
-            res["checkpoint"]))
+        "  SOP at the last checkpoint: %s, 95%% interval %s over %d "
+        "independent held-out pairs: %s%s" % (
+            _pct(res["last_sentence_order_accuracy"]),
+            _interval(res["sentence_order_ci95"]), res["independent_pairs"],
+            res["sentence_order_verdict"],
+            "" if res["sentence_order_verdict"] == intervals.ABOVE_CHANCE
+            else " (%s)" % SOP_ADVICE))
+    lines.append("  exported: %s, the checkpoint of the highest held-out "
+                 "masked-LM accuracy" % res["checkpoint"])
     return lines
 
 
 def _finetune_lines(report):
     f = report["finetune"]
-    runs = f["runs"]
     lines = [
-        "fine-tuning: sentence order of held-out documents (%d train / %d dev "
-        "pairs, %d steps a run), through the exported encoder loaded as a "
-        "Keras layer (%s), against the same model from random "
-        "initialization:" % (f["task"]["train"], f["task"]["dev"],
-                             f["settings"]["num_train_steps"],
-                             f["encoders"]["pretrained"]),
-        "  %-6s %-12s %s" % ("seed", "pretrained", "random init")]
-    for pre, rnd in zip(runs["pretrained"], runs["random_init"]):
-        lines.append("  %-6d %-12s %s" % (pre["seed"],
-                                          _pct(pre["dev_accuracy"]),
-                                          _pct(rnd["dev_accuracy"])))
-    lines.append("  %-6s %-12s %s   margin %+.1f points (smallest over seeds "
-                 "%+.1f)" % ("mean", _pct(f["mean"]["pretrained"]),
-                             _pct(f["mean"]["random_init"]),
-                             100 * (f["mean"]["pretrained"] -
-                                    f["mean"]["random_init"]),
-                             100 * f["min_margin"]))
+        "fine-tuning through the exported encoder loaded as a Keras layer "
+        "(%s), against the same model from random initialization; %d steps "
+        "a run, seeds %s; mean dev accuracy with its 95%% interval (dev set "
+        "and seeds):" % (f["encoders"]["pretrained"],
+                         f["settings"]["num_train_steps"],
+                         ", ".join(map(str, f["settings"]["seeds"])))]
+    for task in f["tasks"]:
+        lines += [
+            "  %s (%d train / %d dev pairs): %s" % (
+                task["name"], task["train_examples"], task["dev_examples"],
+                task["measures"]),
+            "    pretrained   %s %s  (seeds %s to %s)" % (
+                _pct(task["pretrained"]), _interval(task["pretrained_ci95"]),
+                _pct(task["pretrained_seed_range"][0]),
+                _pct(task["pretrained_seed_range"][1])),
+            "    random init  %s %s  (seeds %s to %s)" % (
+                _pct(task["random_init"]), _interval(task["random_init_ci95"]),
+                _pct(task["random_init_seed_range"][0]),
+                _pct(task["random_init_seed_range"][1])),
+            "    margin %+.1f points %s: %s" % (
+                100 * task["margin"], _interval(task["margin_ci95"]),
+                task["verdict"])]
+        if task.get("short"):
+            lines.append("    note: " + task["short"])
     return lines
 
 
@@ -220,13 +280,17 @@ def _short(text, width=60):
 
 
 def _query_lines(queries):
-    c, fm = queries["classifier"], queries["fill_mask"]
-    lines = ["served classifier (raw text in, %s): dev accuracy %s over %d "
-             "pairs" % (c["model"], _pct(c["accuracy"]), c["dev_pairs"])]
-    for e in c["examples"]:
-        lines.append("  true %-9s -> %-9s %.3f  %r | %r" % (
-            e["true_label"], e["label"], e["probability"],
-            _short(e["first"], 40), _short(e["second"], 40)))
+    fm = queries["fill_mask"]
+    lines = []
+    for c in queries["classifiers"]:
+        lines.append("served %s classifier (raw text in, %s): dev accuracy "
+                     "%s over %d pairs" % (c["task"], c["model"],
+                                           _pct(c["accuracy"]),
+                                           c["dev_pairs"]))
+        for e in c["examples"]:
+            lines.append("  true %-19s -> %-19s %.3f  %r | %r" % (
+                e["true_label"], e["label"], e["probability"],
+                _short(e["first"], 40), _short(e["second"], 40)))
     shown = fm["queries"][:SHOWN_QUERIES]
     right = [q for q in fm["queries"] if q["content_rank"] == 0]
     lines += [
@@ -268,8 +332,9 @@ def _file_lines(report):
     ]
     for key in ("serving", "encoder", "preprocessor"):
         lines.append("    %-12s  %s" % (key, e["paths"][key]))
-    lines += ["    %-12s  %s" % ("classifier", report["finetune"]["classifier"]),
-              "  report        %s" % ", ".join(report["report_files"]),
+    lines += ["    %-12s  %s" % ("classifier", t["classifier"])
+              for t in report["finetune"]["tasks"]]
+    lines += ["  report        %s" % ", ".join(report["report_files"]),
               "  curves        %s" % report["plot"]]
     return lines
 

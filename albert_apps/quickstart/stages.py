@@ -35,6 +35,7 @@ from albert_tf.models.encoder import AlbertEncoder
 from albert_apps.quickstart import data
 from albert_apps.quickstart import downstream
 from albert_apps.quickstart import queries
+from albert_tf.training import hardware
 from albert_tf.training import pretraining
 
 # What each stage records (under data/, except where noted).
@@ -75,14 +76,21 @@ def corpus_settings(input_file=None, max_corpus_chars=3_000_000):
     return {"input_file": input_file and os.path.abspath(input_file),
             "max_corpus_chars": max_corpus_chars,
             "eval_every": data.EVAL_EVERY,
-            "downstream": (data.DOWNSTREAM_EVERY if input_file else
+            "downstream": ("chosen from the corpus" if input_file else
                            list(data.DOWNSTREAM_PACKAGES)),
-            "task": [downstream.NUM_TRAIN, downstream.NUM_DEV]}
+            "tasks": {"names": list(downstream.TASKS),
+                      "wanted": [downstream.NUM_TRAIN, downstream.NUM_DEV],
+                      "passage_words": downstream.PASSAGE_WORDS,
+                      "pairs_per_document": downstream.PAIRS_PER_DOCUMENT}}
 
 
 def write_corpus(data_dir, input_file=None, max_corpus_chars=3_000_000):
     """Stage 1: the corpus, split into pretraining, held-out and downstream
-    documents, and the downstream task built from the last.
+    documents, and the downstream tasks built from the last.
+
+    Of a user's corpus, one document in `downstream.choose_every(...)` goes
+    downstream: the smallest share (10% to 25%) that gives the tasks the
+    pairs they want.
 
     Args:
         data_dir: where `train.txt`, `eval.txt`, `downstream.txt`, `task/`
@@ -94,14 +102,16 @@ def write_corpus(data_dir, input_file=None, max_corpus_chars=3_000_000):
 
     Returns:
         The counts of `data.split_corpus`, plus `settings`, `source`,
-        `train_file`, `eval_file`, `downstream_file` and `task` (what
-        `downstream.write_task` returned).
+        `train_file`, `eval_file`, `downstream_file`, `downstream_every`
+        (None for the built-in corpus) and `tasks` (what
+        `downstream.write_tasks` returned).
 
     Raises:
-        ValueError: too few documents for the downstream task.
+        ValueError: too few documents for the downstream tasks.
     """
     files = {name: os.path.join(data_dir, name + ".txt")
              for name in ("train", "eval", "downstream")}
+    every = None
     if input_file is None:
         source = ("built-in: docstrings of the standard library and the "
                   "installed packages; downstream: the standard library's %s"
@@ -113,16 +123,23 @@ def write_corpus(data_dir, input_file=None, max_corpus_chars=3_000_000):
             downstream_documents=held_out)
     else:
         source = os.path.abspath(input_file)
+        every = downstream.choose_every(data.read_documents(input_file),
+                                        max_corpus_chars)
         corpus = data.split_corpus(
             data.read_documents(input_file), files["train"], files["eval"],
-            files["downstream"], downstream_every=data.DOWNSTREAM_EVERY,
+            files["downstream"], downstream_every=every,
             max_chars=max_corpus_chars)
-    task = downstream.write_task(files["downstream"],
-                                 os.path.join(data_dir, "task"))
+    tasks = downstream.write_tasks(files["downstream"],
+                                   os.path.join(data_dir, "task"))
+    if not tasks:
+        raise ValueError(
+            "The held-out documents of %s give no downstream task a train "
+            "and a dev pair: the corpus needs documents of two or more "
+            "passages (a blank line between documents)" % source)
     corpus.update(settings=corpus_settings(input_file, max_corpus_chars),
                   source=source, train_file=files["train"],
                   eval_file=files["eval"], downstream_file=files["downstream"],
-                  task=task)
+                  downstream_every=every, tasks=tasks)
     write_json(os.path.join(data_dir, CORPUS_JSON), corpus)
     return corpus
 
@@ -229,7 +246,7 @@ def pretraining_options(records, config, pretrain_dir, max_seq_length=64,
                         num_train_steps=NUM_TRAIN_STEPS,
                         train_seconds=TRAIN_SECONDS, train_batch_size=32,
                         learning_rate=5e-3, save_checkpoints_steps=None,
-                        max_eval_steps=None):
+                        max_eval_steps=None, dtype="auto"):
     """The `PretrainingOptions` of the quickstart (LAMB, evaluation of every
     checkpoint on the held-out records).
 
@@ -246,6 +263,8 @@ def pretraining_options(records, config, pretrain_dir, max_seq_length=64,
         save_checkpoints_steps: default: `NUM_CHECKPOINTS` over the run.
         max_eval_steps: evaluation batches per checkpoint; default: every
             held-out instance (the full batches).
+        dtype: `float32`, `bfloat16` or `auto` (bfloat16 where the hardware
+            has fast bfloat16 matmuls), as `--dtype` of pretraining.
     """
     if save_checkpoints_steps is None:
         save_checkpoints_steps = max(1, -(-num_train_steps // NUM_CHECKPOINTS))
@@ -266,7 +285,7 @@ def pretraining_options(records, config, pretrain_dir, max_seq_length=64,
         iterations_per_loop=min(100, save_checkpoints_steps),
         keep_checkpoint_max=10, do_eval=True, max_eval_steps=max_eval_steps,
         eval_input_file=records["eval"]["path"],
-        max_train_seconds=train_seconds or 0.0)
+        max_train_seconds=train_seconds or 0.0, dtype=dtype)
 
 
 def claim_checkpoints(pretrain_dir, vocabulary, records):
@@ -339,6 +358,7 @@ def pretrain(records, vocabulary, pretrain_dir, max_seq_length=64, **kwargs):
         "parameters": int(AlbertEncoder(config).count_params()),
         "steps": int(result["train"]["step"]),
         "resumed_from_step": resumed_from,
+        "dtype": hardware.resolve_dtype(options.dtype),
         "num_train_steps": options.num_train_steps,
         "stopped_by_time_budget": bool(result["train"].get("timed_out")),
         "seconds_this_run": round(time.time() - start, 1),

@@ -23,12 +23,14 @@ from export import saved_models
 from export import tasks
 
 from albert_tf.models.encoder import AlbertEncoder
+from albert_tf.tasks import intervals
 from albert_apps.quickstart import downstream
 from albert_apps.quickstart import queries
 from albert_apps.quickstart import stages
 
 FINETUNE_JSON = "finetune.json"  # Under finetune/.
-CLASSIFIER_NAME = "albert_sentence_order"  # The fine-tuned export's folder.
+# The fine-tuned exports' folders: the prefix and the task's name.
+CLASSIFIER_PREFIX = "albert_"
 # Fine-tuning runs of each initialization (one per seed), and their steps.
 FINETUNE_SEEDS = (0, 1, 2)
 FINETUNE_STEPS = 100
@@ -51,16 +53,41 @@ def _export_random_encoder(config, path, seed=0):
     return path
 
 
+def _task_result(name, runs, counts):
+    """One task's entry of the report: mean accuracies with their 95%
+    intervals (dev set and seeds), the margin of pretraining, its interval
+    and verdict (`albert_tf.tasks.intervals`)."""
+    accuracies = {init: [r["dev_accuracy"] for r in results]
+                  for init, results in runs.items()}
+    dev = counts["dev"]
+    entry = {"name": name, "measures": downstream.TASKS[name][1],
+             "labels": list(downstream.TASKS[name][0]),
+             "train_examples": counts["train"], "dev_examples": dev,
+             "short": counts.get("short"), "runs": runs}
+    for init, values in accuracies.items():
+        mean, interval = intervals.mean_interval(values, dev)
+        entry[init] = round(mean, 4)
+        entry[init + "_ci95"] = [round(x, 4) for x in interval]
+        entry[init + "_seed_range"] = [min(values), max(values)]
+    margin, interval = intervals.margin_interval(
+        accuracies["pretrained"], accuracies["random_init"], dev)
+    entry.update(margin=round(margin, 4),
+                 margin_ci95=[round(x, 4) for x in interval],
+                 verdict=intervals.margin_verdict(interval))
+    return entry
+
+
 def finetune(exported, corpus, vocabulary, output_dir, max_seq_length=64,
              seeds=FINETUNE_SEEDS, num_train_steps=FINETUNE_STEPS):
-    """Stage 6 of the quickstart: fine-tunes the exported encoder, loaded as a Keras layer, on
-    the downstream task; and, as the control, the same model from random
-    initialization with the same steps and seeds; then exports the first
-    seed's pretrained classifier as a text-in SavedModel.
+    """Stage 6 of the quickstart: fine-tunes the exported encoder, loaded
+    as a Keras layer, on each downstream task; and, as the control, the same
+    model from random initialization with the same steps and seeds; then
+    exports each task's first-seed pretrained classifier as a text-in
+    SavedModel (`albert_<task>`).
 
     Args:
         exported: what `stages.export_model` returned.
-        corpus: what `stages.write_corpus` returned (its `task`).
+        corpus: what `stages.write_corpus` returned (its `tasks`).
         vocabulary: what `stages.build_vocabulary` returned.
         output_dir: the quickstart's folder (`finetune/`, `export/`).
         max_seq_length: T of the packed pairs.
@@ -68,82 +95,90 @@ def finetune(exported, corpus, vocabulary, output_dir, max_seq_length=64,
         num_train_steps: steps of each run.
 
     Returns:
-        A dict: `runs` (`pretrained` and `random_init`, a list of results
-        per seed), `mean` and `min_margin` of the dev accuracies, the task's
-        sizes, the `encoders` used, and `classifier` (the exported
-        SavedModel folder).
+        A dict: `tasks` (one entry per task: `name`, `train_examples`,
+        `dev_examples`, the `pretrained` and `random_init` mean accuracies
+        with their `_ci95`, `margin`, `margin_ci95`, `verdict`, `runs` and
+        `classifier`, the exported SavedModel folder), the `encoders` used
+        and the settings.
     """
     finetune_dir = os.path.join(output_dir, "finetune")
     os.makedirs(finetune_dir, exist_ok=True)
-    task = downstream.load_task(corpus["task"]["task_dir"])
     config = stages.model_config(vocabulary["pieces"], max_seq_length)
     encoders = {"pretrained": exported["paths"]["encoder"],
                 "random_init": _export_random_encoder(
                     config, os.path.join(finetune_dir, "random_init_encoder"))}
-    runs = {name: [] for name in encoders}
-    keep = None
-    for seed in seeds:
-        for name, encoder in encoders.items():
-            result = downstream.finetune(
-                encoder, vocabulary["model_file"], task, seed=seed,
-                num_train_steps=num_train_steps,
-                max_seq_length=max_seq_length)
-            model = result.pop("model")
-            if keep is None and name == "pretrained":
-                keep = model
-            runs[name].append(dict(result, seed=seed))
-            logging.info("Fine-tuned %s encoder, seed %d: dev accuracy %.4f",
-                         name, seed, result["dev_accuracy"])
-    classifier = tasks.export_classifier(
-        keep, vocabulary["model_file"], os.path.join(output_dir, "export"),
-        labels=list(downstream.LABELS), max_seq_length=max_seq_length,
-        model_name=CLASSIFIER_NAME)
-    accuracies = {name: [r["dev_accuracy"] for r in results]
-                  for name, results in runs.items()}
+    results = []
+    for counts in corpus["tasks"]:
+        task = downstream.load_task(counts["task_dir"])
+        runs = {name: [] for name in encoders}
+        keep = None
+        for seed in seeds:
+            for name, encoder in encoders.items():
+                result = downstream.finetune(
+                    encoder, vocabulary["model_file"], task, seed=seed,
+                    num_train_steps=num_train_steps,
+                    max_seq_length=max_seq_length)
+                model = result.pop("model")
+                if keep is None and name == "pretrained":
+                    keep = model
+                runs[name].append(dict(result, seed=seed))
+                logging.info("Fine-tuned %s encoder on %s, seed %d: dev "
+                             "accuracy %.4f", name, task.name, seed,
+                             result["dev_accuracy"])
+        entry = _task_result(task.name, runs, counts)
+        entry["classifier"] = tasks.export_classifier(
+            keep, vocabulary["model_file"], os.path.join(output_dir, "export"),
+            labels=list(task.labels), max_seq_length=max_seq_length,
+            model_name=CLASSIFIER_PREFIX + task.name)
+        results.append(entry)
     finetuned = {
-        "runs": runs,
-        "mean": {name: round(float(np.mean(a)), 4)
-                 for name, a in accuracies.items()},
-        "min_margin": round(float(min(
-            p - r for p, r in zip(accuracies["pretrained"],
-                                  accuracies["random_init"]))), 4),
-        "task": {key: corpus["task"][key] for key in ("train", "dev")},
-        "labels": list(downstream.LABELS),
+        "tasks": results,
         "encoders": encoders,
         "encoder_version": exported["version"],
-        "classifier": classifier,
-        "settings": {"seeds": list(seeds), "num_train_steps": num_train_steps},
+        "settings": {"seeds": list(seeds), "num_train_steps": num_train_steps,
+                     "tasks": [t["name"] for t in corpus["tasks"]]},
     }
     stages.write_json(os.path.join(finetune_dir, FINETUNE_JSON), finetuned)
     return dict(finetuned, reused=False)
 
 
-def query(serving_path, classifier_path, corpus, vocabulary,
+def query(serving_path, finetuned, corpus, vocabulary,
           num_examples=NUM_CLASSIFIER_EXAMPLES):
-    """Stage 7 of the quickstart: questions through the exported SavedModels: fill-mask on
-    held-out sentences (`queries.fill_mask_queries`), and the fine-tuned
-    classifier on the downstream task's dev pairs (its accuracy through the
-    SavedModel, and the first `num_examples` answers).
+    """Stage 7 of the quickstart: questions through the exported
+    SavedModels: fill-mask on held-out sentences
+    (`queries.fill_mask_queries`), and each fine-tuned classifier on its
+    task's dev pairs (its accuracy through the SavedModel, and the first
+    `num_examples` answers).
+
+    Args:
+        serving_path: the text-in pretrained SavedModel (`fill_mask`).
+        finetuned: what `finetune` returned.
+        corpus, vocabulary: what stages 1 and 2 returned.
+        num_examples: answers shown per classifier.
 
     Returns:
-        A dict: `fill_mask` (see `queries.fill_mask`), `classifier` (its
-        `accuracy` and `examples`), and the two SavedModel folders.
+        A dict: `fill_mask` (see `queries.fill_mask`), `model` and
+        `classifiers` (per task: `task`, `model`, `accuracy`, `dev_pairs`
+        and `examples`).
     """
     sp_model = vocab.load_model(vocabulary["model_file"])
     model = tf.saved_model.load(serving_path)
     fill = queries.fill_mask(
         model, queries.fill_mask_queries(corpus["eval_file"], sp_model),
         queries.frequent_content_words(corpus["train_file"], sp_model))
-    task = downstream.load_task(corpus["task"]["task_dir"])
-    classified = queries.classify(tf.saved_model.load(classifier_path),
-                                  task.dev_pairs, task.dev_labels)
-    examples = [dict(first=first, second=second,
-                     true_label=downstream.LABELS[label], **answer)
-                for (first, second), label, answer in zip(
-                    task.dev_pairs[:num_examples], task.dev_labels,
-                    classified["predictions"])]
+    classifiers = []
+    for entry, counts in zip(finetuned["tasks"], corpus["tasks"]):
+        task = downstream.load_task(counts["task_dir"])
+        classified = queries.classify(tf.saved_model.load(entry["classifier"]),
+                                      task.dev_pairs, task.dev_labels)
+        examples = [dict(first=first, second=second,
+                         true_label=task.labels[label], **answer)
+                    for (first, second), label, answer in zip(
+                        task.dev_pairs[:num_examples], task.dev_labels,
+                        classified["predictions"])]
+        classifiers.append({"task": task.name, "model": entry["classifier"],
+                            "accuracy": classified["accuracy"],
+                            "dev_pairs": len(task.dev_pairs),
+                            "examples": examples})
     return {"fill_mask": fill, "model": serving_path,
-            "classifier": {"model": classifier_path,
-                           "accuracy": classified["accuracy"],
-                           "dev_pairs": len(task.dev_pairs),
-                           "examples": examples}}
+            "classifiers": classifiers}
