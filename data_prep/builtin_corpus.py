@@ -18,9 +18,12 @@ _CODE_LIKE = re.compile(r"^\s*(>>>|\.\.\.|[-=*~^]{3,}|[:@]\w+|\$ |\w+\s*=)")
 _MIN_WORDS = 4
 
 
-def _sentences(docstring):
-    """Prose sentences of a docstring, one string each."""
-    paragraphs = re.split(r"\n\s*\n", docstring)
+def prose_sentences(text):
+    """Prose sentences of a text whose paragraphs are separated by blank
+    lines (a docstring, a manual's section), one string each: paragraphs
+    that look like code are left out, and so are sentences of fewer than
+    four words or without final punctuation."""
+    paragraphs = re.split(r"\n\s*\n", text)
     out = []
     for paragraph in paragraphs:
         lines = [line.strip() for line in paragraph.splitlines()]
@@ -87,7 +90,7 @@ def iter_module_documents(roots=None, max_chars=None):
                 path = os.path.join(folder, name)
                 module = _module_name(root, path)
                 for doc in _docstrings(path):
-                    sentences = _sentences(doc)
+                    sentences = prose_sentences(doc)
                     if len(sentences) < 2:
                         continue
                     yield module, sentences

@@ -10,7 +10,7 @@ def test_sentences_drop_code_and_split_prose():
     A second paragraph that keeps going
     over two lines. And one more sentence here.
     """
-    sentences = builtin_corpus._sentences(doc)
+    sentences = builtin_corpus.prose_sentences(doc)
     assert "42" not in " ".join(sentences)
     assert "A second paragraph that keeps going over two lines." in sentences
     assert "It is very useful!" in sentences

@@ -15,50 +15,103 @@ def _corpus(path, documents):
     return str(path)
 
 
-def test_task_pairs_come_from_distinct_documents(tmp_path):
-    documents = [["Doc %d says %s." % (i, w) for w in ("one", "two", "three")]
-                 for i in range(30)]
-    documents.append(["A lone sentence is no pair."])
-    corpus = _corpus(tmp_path / "held_out.txt", documents)
-    counts = downstream.write_task(corpus, str(tmp_path / "task"),
-                                   num_train=8, num_dev=12, seed=3)
-    assert counts == {"train": 8, "dev": 12, "documents": 30,
-                      "task_dir": str(tmp_path / "task")}
-    task = downstream.load_task(str(tmp_path / "task"))
-    assert len(task.train_pairs) == 8 and len(task.dev_pairs) == 12
-    assert set(task.train_labels) <= {0, 1} and set(task.dev_labels) == {0, 1}
+def _documents(count, sentences=6):
+    # Document i's sentence j: "Doc i sentence j of the text." (6 words:
+    # PASSAGE_WORDS=24 puts four sentences in a passage).
+    return [["Doc %d sentence %d of the text." % (i, j)
+             for j in range(sentences)] for i in range(count)]
 
-    def doc_of(pair):
-        return {s.split()[1] for s in (pair[0] + " " + pair[1]).split(".")
-                if s.strip()}
 
-    train_docs = set().union(*map(doc_of, task.train_pairs))
-    dev_docs = set().union(*map(doc_of, task.dev_pairs))
-    assert not train_docs & dev_docs
-    for pair, label in zip(task.dev_pairs, task.dev_labels):
-        # The halves put back in order give the document's sentences.
-        first, second = pair if label == 0 else pair[::-1]
-        words = (first + " " + second).split()
-        assert [w for w in words if w in ("one.", "two.", "three.")] == [
-            "one.", "two.", "three."]
+def _doc_and_sentences(passage):
+    words = passage.replace(".", "").split()
+    docs = {int(words[k + 1]) for k, w in enumerate(words) if w == "Doc"}
+    sentences = [int(words[k + 1]) for k, w in enumerate(words)
+                 if w == "sentence"]
+    return docs, sentences
+
+
+@pytest.mark.parametrize("name", list(downstream.TASKS))
+def test_task_pairs_follow_the_corpus_structure(tmp_path, name):
+    corpus = _corpus(tmp_path / "held_out.txt",
+                     _documents(60, sentences=12) + [["A lone sentence."]])
+    counts = downstream.write_task(name, corpus, str(tmp_path / name),
+                                   num_train=20, num_dev=40, seed=3)
+    assert counts["name"] == name and counts["documents"] == 60
+    assert counts["train"] == 20 and counts["dev"] >= 40
+    assert counts["short"] is None
+    task = downstream.load_task(str(tmp_path / name))
+    assert task.name == name and task.labels == downstream.TASKS[name][0]
+    assert len(task.train_pairs) == 20 and len(task.dev_pairs) == counts["dev"]
+    # Both labels, near balance.
+    assert 0.3 < task.dev_labels.mean() < 0.7
+
+    def docs(pairs):
+        return set().union(*(_doc_and_sentences(p)[0]
+                             for pair in pairs for p in pair))
+
+    # No document's text is in both train and dev.
+    assert not docs(task.train_pairs) & docs(task.dev_pairs)
+    for (first, second), label in zip(task.dev_pairs, task.dev_labels):
+        (doc_a, sent_a), (doc_b, sent_b) = (_doc_and_sentences(first),
+                                            _doc_and_sentences(second))
+        if name == "same_document":
+            assert (doc_a == doc_b) == (label == 1)
+        else:
+            # Adjacent passages of one document, swapped when label 1.
+            assert doc_a == doc_b
+            if label:
+                sent_a, sent_b = sent_b, sent_a
+            assert sent_a + sent_b == list(range(sent_a[0], sent_b[-1] + 1))
     # Same seed, same files.
-    again = downstream.write_task(corpus, str(tmp_path / "again"),
-                                  num_train=8, num_dev=12, seed=3)
-    assert again["dev"] == 12
-    for name in downstream.TASK_FILES:
-        assert (tmp_path / "task" / name).read_text() == (
-            tmp_path / "again" / name).read_text()
+    downstream.write_task(name, corpus, str(tmp_path / "again"),
+                          num_train=20, num_dev=40, seed=3)
+    for file_name in downstream.TASK_FILES:
+        assert (tmp_path / name / file_name).read_text() == (
+            tmp_path / "again" / file_name).read_text()
 
 
-def test_small_corpora_split_in_half_and_too_small_is_refused(tmp_path):
-    documents = [["First of %d here." % i, "Second of %d here." % i]
-                 for i in range(5)]
-    counts = downstream.write_task(_corpus(tmp_path / "c.txt", documents),
+def test_passages_and_capacity():
+    document = ["one two three four five six."] * 9
+    assert downstream.passages(document, max_words=12) == [
+        " ".join(document[:2])] * 4 + [document[0]]
+    # A long sentence is a passage of its own.
+    assert downstream.passages(["w " * 30 + ".", "Short one here."], 12) == [
+        "w " * 30 + ".", "Short one here."]
+    assert downstream.capacity("sentence_order", 1) == 0
+    assert downstream.capacity("sentence_order", 5) == 4
+    assert downstream.capacity("sentence_order", 50) == 8
+    assert downstream.capacity("same_document", 2) == 2
+    assert downstream.capacity("same_document", 50) == 8
+
+
+def test_the_downstream_share_follows_the_corpus():
+    # Long documents: one in 10 gives the pairs wanted.
+    long_docs = _documents(2000, sentences=40)
+    assert downstream.choose_every(long_docs) == downstream.MAX_EVERY
+    # Short documents (two passages, one sentence-order pair each): one in
+    # 5 gives 1600 pairs, the 1.1 * 1400 wanted; one in 6 would not.
+    short_docs = _documents(8000, sentences=6)
+    assert [len(downstream.passages(d)) for d in short_docs[:2]] == [2, 2]
+    assert downstream.choose_every(short_docs) == 5
+    # A cap on the pretraining text reads less of the corpus.
+    assert downstream.choose_every(short_docs, max_chars=100_000) == \
+        downstream.MIN_EVERY
+
+
+def test_few_documents_say_so_and_too_few_are_refused(tmp_path):
+    corpus = _corpus(tmp_path / "c.txt", _documents(10))
+    counts = downstream.write_task("sentence_order", corpus,
                                    str(tmp_path / "t"))
-    assert (counts["train"], counts["dev"]) == (2, 3)
+    assert counts["train"] >= 1 and counts["dev"] >= 1
+    assert "fewer than the 400 / 1000 wanted" in counts["short"]
+    written = downstream.write_tasks(corpus, str(tmp_path / "all"))
+    assert [t["name"] for t in written] == list(downstream.TASKS)
     with pytest.raises(ValueError, match="at least 4 held-out documents"):
-        downstream.write_task(_corpus(tmp_path / "d.txt", documents[:3]),
+        downstream.write_task("same_document",
+                              _corpus(tmp_path / "d.txt", _documents(3)),
                               str(tmp_path / "u"))
+    with pytest.raises(ValueError, match="Unknown downstream task"):
+        downstream.write_task("topic", corpus, str(tmp_path / "v"))
     with pytest.raises(FileNotFoundError, match="train.tsv"):
         downstream.load_task(str(tmp_path / "nothing"))
     (tmp_path / "bad").mkdir()
@@ -81,9 +134,10 @@ def test_finetune_through_the_exported_encoder_and_serve(tmp_path):
     builtin_corpus.write_corpus(corpus, max_chars=60_000)
     spm_model, _ = vocab.train_vocab(corpus, str(tmp_path / "spm"),
                                      vocab_size=300, hard_vocab_limit=False)
-    downstream.write_task(corpus, str(tmp_path / "task"), num_train=32,
+    downstream.write_task("sentence_order", corpus,
+                          str(tmp_path / "sentence_order"), num_train=32,
                           num_dev=40)
-    task = downstream.load_task(str(tmp_path / "task"))
+    task = downstream.load_task(str(tmp_path / "sentence_order"))
     config = AlbertConfig.from_preset("tiny", vocab_size=300,
                                       max_position_embeddings=32)
     with open(spm_model, "rb") as f:
@@ -110,7 +164,7 @@ def test_finetune_through_the_exported_encoder_and_serve(tmp_path):
     # The fine-tuned model serves raw text through the CLIs' classifier
     # export, with its own numbers.
     served = tasks.export_classifier(model, spm_model, str(tmp_path / "cls"),
-                                     labels=list(downstream.LABELS),
+                                     labels=list(task.labels),
                                      max_seq_length=32, model_name="order")
     loaded = tf.saved_model.load(served)
     firsts = [a for a, _ in task.dev_pairs[:5]]

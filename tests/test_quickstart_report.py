@@ -9,6 +9,7 @@ import tensorflow as tf
 from tools import plot
 
 from albert_apps.quickstart import report as report_lib
+from albert_apps.quickstart import transfer
 
 
 def _eval(step, mlm, sop):
@@ -24,14 +25,16 @@ def _report(output_dir):
         "output_dir": output_dir,
         "corpus": {"documents": 10, "sentences": 20, "characters": 12345,
                    "train_documents": 9, "eval_documents": 1,
-                   "downstream_documents": 6,
-                   "task": {"train": 3, "dev": 3},
+                   "downstream_documents": 6, "downstream_every": 4,
+                   "tasks": [{"name": "sentence_order", "train": 3,
+                              "dev": 3}],
                    "source": "/corpus.txt"},
         "vocab": {"pieces": 300, "model_file": "/data/spm.model"},
         "records": {
             "train": {"instances": 50, "path": "/data/train.tfrecord"},
             "eval": {"instances": 20, "path": "/data/eval.tfrecord"},
-            "baseline": {"masked_lm_accuracy": 0.05, "piece": "\u2581"}},
+            "baseline": {"masked_lm_accuracy": 0.05, "piece": "\u2581",
+                         "masked_tokens": 200}},
         "pretrain": {
             "output_dir": pretrain_dir, "preset": "tiny widened",
             "parameters": 355456, "steps": 20, "num_train_steps": 30,
@@ -44,16 +47,17 @@ def _report(output_dir):
                              "encoder": "/export/albert_encoder/2",
                              "preprocessor": "/export/albert_preprocessor/2"}},
         "finetune": {
-            "runs": {"pretrained": [{"seed": 0, "dev_accuracy": 0.8},
-                                    {"seed": 1, "dev_accuracy": 0.7}],
-                     "random_init": [{"seed": 0, "dev_accuracy": 0.5},
-                                     {"seed": 1, "dev_accuracy": 0.6}]},
-            "mean": {"pretrained": 0.75, "random_init": 0.55},
-            "min_margin": 0.1, "task": {"train": 3, "dev": 3},
+            "tasks": [dict(transfer.task_result("sentence_order", {
+                "pretrained": [{"seed": 0, "dev_accuracy": 0.8},
+                               {"seed": 1, "dev_accuracy": 0.7}],
+                "random_init": [{"seed": 0, "dev_accuracy": 0.5},
+                                {"seed": 1, "dev_accuracy": 0.6}]},
+                {"train": 3, "dev": 3}),
+                classifier="/export/albert_sentence_order/2")],
             "encoders": {"pretrained": "/export/albert_encoder/2",
                          "random_init": "/finetune/random_init_encoder"},
-            "classifier": "/export/albert_sentence_order/2",
-            "settings": {"seeds": [0, 1], "num_train_steps": 9}},
+            "settings": {"seeds": [0, 1], "num_train_steps": 9,
+                         "tasks": ["sentence_order"]}},
         "queries": {
             "model": "/export/albert/2",
             "fill_mask": {
@@ -66,13 +70,14 @@ def _report(output_dir):
                 "content_top1_accuracy": 1.0, "content_top5_accuracy": 1.0,
                 "baseline_words": ["file", "list"],
                 "baseline_top1_accuracy": 0.0, "baseline_top5_accuracy": 1.0},
-            "classifier": {
+            "classifiers": [{
+                "task": "sentence_order",
                 "model": "/export/albert_sentence_order/2", "accuracy": 0.5,
                 "dev_pairs": 3,
                 "examples": [{"first": "B.", "second": "A.",
                               "true_label": "swapped", "label": "in order",
                               "label_id": 0, "probability": 0.7,
-                              "probabilities": [0.7, 0.3]}]}},
+                              "probabilities": [0.7, 0.3]}]}]},
     }
 
 
@@ -93,19 +98,33 @@ def test_summary_results_and_files(tmp_path):
     _write_events(os.path.join(pretrain_dir, "eval"), "masked_lm_accuracy",
                   [(20, 0.1)])
     report_lib.summarize(report)
-    assert report["results"] == {
+    results = report["results"]
+    ci95 = results.pop("sentence_order_ci95")
+    mlm_ci95 = results.pop("masked_lm_ci95")
+    assert results == {
         "checkpoint": "ckpt-20", "masked_lm_accuracy": 0.1,
         "sentence_order_accuracy": 0.6, "last_checkpoint": "ckpt-20",
+        "last_step": 20,
         "last_masked_lm_accuracy": 0.1, "last_sentence_order_accuracy": 0.6,
-        "last_is_not_worse": True,
+        "peaks": {"masked_lm_accuracy": {"step": 20, "value": 0.1,
+                                         "last_within_noise": True},
+                  "sentence_order_accuracy": {"step": 20, "value": 0.6,
+                                              "last_within_noise": True}},
         "curve": [{"step": 10, "masked_lm_accuracy": 0.08,
                    "sentence_order_accuracy": 0.55},
                   {"step": 20, "masked_lm_accuracy": 0.1,
                    "sentence_order_accuracy": 0.6}],
         "masked_lm_baseline": 0.05, "masked_lm_baseline_piece": "\u2581",
         "sentence_order_baseline": 0.5,
+        # 10 independent pairs (20 instances, 2 maskings each): 60% of them
+        # is no evidence against chance.
+        "sentence_order_verdict": "at chance",
+        "independent_pairs": 10,
         "evaluated_on": "20 held-out instances (documents never trained "
                         "on), at every checkpoint"}
+    assert ci95[0] < 0.5 < 0.6 < ci95[1]
+    assert mlm_ci95[0] < 0.1 < mlm_ci95[1]  # Over the 200 masked tokens.
+    results.update(sentence_order_ci95=ci95, masked_lm_ci95=mlm_ci95)
     assert report["plot_points"] == {"train_points": 2, "eval_points": 1}
     image = tf.io.decode_png(open(report["plot"], "rb").read(),
                              channels=3).numpy().astype(int)
@@ -122,18 +141,32 @@ def test_summary_results_and_files(tmp_path):
         assert f.read() == report_lib.format_report(report)
 
 
-def test_a_declining_last_checkpoint_is_reported():
+def test_checkpoints_are_described_per_metric_against_noise():
     report = _report("/out")
     curve = report["pretrain"]["eval_curve"]
-    curve.append(_eval(30, 0.11, 0.58))  # SOP fell 2 points from its best.
+    # SOP fell 20 points from its best (beyond noise over 1000 pairs); MLM
+    # rose to the end.
+    curve.append(_eval(30, 0.11, 0.4))
     report["pretrain"]["last_eval"] = curve[-1]
     results = report_lib.results(report["pretrain"],
-                                 report["records"]["baseline"], 20)
-    assert not results["last_is_not_worse"]
-    curve[-1]["sentence_order_accuracy"] = 0.597  # Within the tolerance.
-    assert report_lib.results(report["pretrain"],
-                              report["records"]["baseline"],
-                              20)["last_is_not_worse"]
+                                 report["records"]["baseline"], 2000)
+    assert results["peaks"]["masked_lm_accuracy"] == {
+        "step": 30, "value": 0.11, "last_within_noise": True}
+    assert results["peaks"]["sentence_order_accuracy"] == {
+        "step": 20, "value": 0.6, "last_within_noise": False}
+    assert results["sentence_order_verdict"] == "below chance"
+    lines = report_lib._pretraining_lines(results)
+    assert "  masked-LM: highest at the last checkpoint (step 30)" in lines
+    assert ("  SOP:       highest at step 20 (60.0%); the last checkpoint is "
+            "below it by more than noise") in lines
+    # A wiggle at chance is noise, not overfitting.
+    curve[-1]["sentence_order_accuracy"] = 0.59
+    results = report_lib.results(report["pretrain"],
+                                 report["records"]["baseline"], 2000)
+    assert results["peaks"]["sentence_order_accuracy"]["last_within_noise"]
+    assert results["sentence_order_verdict"] == "above chance"
+    assert not any("overfit" in line
+                   for line in report_lib._pretraining_lines(results))
 
 
 def test_report_text(tmp_path):
@@ -145,8 +178,8 @@ def test_report_text(tmp_path):
     for line in (
             "corpus      10 documents, 20 sentences, 12,345 characters (9 "
             "pretraining / 1 held-out documents) from /corpus.txt",
-            "downstream  6 documents never pretrained on; task: 3 train / 3 "
-            "dev pairs",
+            "downstream  6 documents never pretrained on (one in 4 of the "
+            "corpus); tasks: sentence_order 3 train / 3 dev pairs",
             "instances   50 train, 20 held-out -> /data",
             "model       tiny widened, 355,456 encoder parameters",
             "training    20 of 30 steps of batch 16 (resumed from step 10; "
@@ -155,12 +188,15 @@ def test_report_text(tmp_path):
             "  step 10      8.0%                 55.0%",
             "  step 20      10.0%                60.0%",
             "  baseline     5.0% (always '\u2581')    50.0% (chance)",
-            "  0      80.0%        50.0%",
-            "  mean   75.0%        55.0%   margin +20.0 points (smallest over "
-            "seeds +10.0)",
-            "served classifier (raw text in, /export/albert_sentence_order/2):"
-            " dev accuracy 50.0% over 3 pairs",
-            "  true swapped   -> in order  0.700  'B.' | 'A.'",
+            "    pretrained   75.0% [25.0, 100.0]  (seeds 70.0% to 80.0%)",
+            "    random init  55.0% [0.0, 100.0]  (seeds 50.0% to 60.0%)",
+            "    margin +20.0 points [-55.9, 95.9]: can't tell (within "
+            "noise)",
+            "served sentence_order classifier (raw text in, "
+            "/export/albert_sentence_order/2): dev accuracy 50.0% over 3 "
+            "pairs",
+            "  true swapped             -> in order            0.700  'B.' | "
+            "'A.'",
             "  the model's top pieces:            top-1 0.0%, top-5 100.0%",
             "  its most probable content words:   top-1 100.0%, top-5 100.0%",
             "  baseline (always file/list): top-1 0.0%, top-5 100.0%",
@@ -171,5 +207,8 @@ def test_report_text(tmp_path):
             "    classifier    /export/albert_sentence_order/2",
             "stages: corpus 1s (skipped), vocab 3s"):
         assert line in text.splitlines(), line
-    assert "the last checkpoint (ckpt-20) holds the best" in text
+    assert "  masked-LM: highest at the last checkpoint (step 20)" in text
+    assert ("  SOP at the last checkpoint: 60.0%, 95% interval [31.3, 83.2] "
+            "over 10 independent held-out pairs: at chance (sentence order "
+            "is not learned at this budget") in text
     assert text.count("machine: ") == 1

@@ -108,24 +108,34 @@ def test_finetuning_is_reused_for_its_export_and_settings(tmp_path):
 
     out = str(tmp_path)
     exported = {"version": 2}
-    assert resume.current_finetune(exported, out) is None
-    classifier = tmp_path / "export" / "albert_sentence_order" / "1"
-    classifier.mkdir(parents=True)
+    corpus = {"tasks": [{"name": "same_document"}, {"name": "sentence_order"}]}
+    assert resume.current_finetune(exported, corpus, out) is None
+    classifiers = [tmp_path / "export" / ("albert_" + t["name"]) / "1"
+                   for t in corpus["tasks"]]
+    for folder in classifiers:
+        folder.mkdir(parents=True)
     (tmp_path / "finetune").mkdir()
     stages.write_json(
         os.path.join(out, "finetune", transfer.FINETUNE_JSON),
-        {"encoder_version": 2, "classifier": str(classifier),
-         "settings": {"seeds": [0, 1], "num_train_steps": 50}})
-    again = resume.current_finetune(exported, out, seeds=(0, 1),
+        {"encoder_version": 2,
+         "tasks": [{"name": t["name"], "classifier": str(folder)}
+                   for t, folder in zip(corpus["tasks"], classifiers)],
+         "settings": {"seeds": [0, 1], "num_train_steps": 50,
+                      "tasks": ["same_document", "sentence_order"]}})
+    again = resume.current_finetune(exported, corpus, out, seeds=(0, 1),
                                     num_train_steps=50)
-    assert again["reused"] and again["classifier"] == str(classifier)
-    # Another encoder export, other seeds or steps: fine-tune again.
-    assert resume.current_finetune({"version": 3}, out, seeds=(0, 1),
+    assert again["reused"]
+    assert again["tasks"][1]["classifier"] == str(classifiers[1])
+    # Another encoder export, other seeds, steps or tasks: fine-tune again.
+    assert resume.current_finetune({"version": 3}, corpus, out, seeds=(0, 1),
                                    num_train_steps=50) is None
-    assert resume.current_finetune(exported, out, seeds=(0,),
+    assert resume.current_finetune(exported, corpus, out, seeds=(0,),
                                    num_train_steps=50) is None
-    assert resume.current_finetune(exported, out, seeds=(0, 1),
+    assert resume.current_finetune(exported, corpus, out, seeds=(0, 1),
                                    num_train_steps=60) is None
-    classifier.rmdir()
-    assert resume.current_finetune(exported, out, seeds=(0, 1),
+    assert resume.current_finetune(
+        exported, {"tasks": corpus["tasks"][1:]}, out, seeds=(0, 1),
+        num_train_steps=50) is None
+    classifiers[0].rmdir()
+    assert resume.current_finetune(exported, corpus, out, seeds=(0, 1),
                                    num_train_steps=50) is None

@@ -53,7 +53,7 @@ def _export_random_encoder(config, path, seed=0):
     return path
 
 
-def _task_result(name, runs, counts):
+def task_result(name, runs, counts):
     """One task's entry of the report: mean accuracies with their 95%
     intervals (dev set and seeds), the margin of pretraining, its interval
     and verdict (`albert_tf.tasks.intervals`)."""
@@ -125,7 +125,7 @@ def finetune(exported, corpus, vocabulary, output_dir, max_seq_length=64,
                 logging.info("Fine-tuned %s encoder on %s, seed %d: dev "
                              "accuracy %.4f", name, task.name, seed,
                              result["dev_accuracy"])
-        entry = _task_result(task.name, runs, counts)
+        entry = task_result(task.name, runs, counts)
         entry["classifier"] = tasks.export_classifier(
             keep, vocabulary["model_file"], os.path.join(output_dir, "export"),
             labels=list(task.labels), max_seq_length=max_seq_length,

@@ -37,7 +37,7 @@ def build_data(data_dir, input_file=None, max_corpus_chars=None,
         `model_file` and `pieces`), `max_seq_length`,
         `max_predictions_per_seq`, `source` (the corpus, in words),
         `train_dupes` and `eval_dupes` (maskings of each document),
-        `task_dir` and `task_examples` (the quickstart's downstream task,
+        `task_dir` and `task_examples` (the quickstart's sentence-order task,
         see `albert_apps.quickstart.downstream`, and its `train` and `dev`
         pair counts),
         `baseline` (the quickstart's: `masked_lm_accuracy` and `piece` of
@@ -59,12 +59,14 @@ def build_data(data_dir, input_file=None, max_corpus_chars=None,
     records = stages.build_records(
         corpus, vocabulary, data_dir, max_seq_length=max_seq_length,
         max_predictions_per_seq=max_predictions)
+    # Study 3 compares SOP and NSP on the downstream task of sentence order.
+    task = next(t for t in corpus["tasks"] if t["name"] == "sentence_order")
     data = {"corpus": corpus, "vocabulary": vocabulary,
             "source": input_file or corpus["source"],
             "max_seq_length": max_seq_length,
             "max_predictions_per_seq": max_predictions,
-            "task_dir": corpus["task"]["task_dir"],
-            "task_examples": {split: corpus["task"][split]
+            "task_dir": task["task_dir"],
+            "task_examples": {split: task[split]
                               for split in ("train", "dev")},
             "sop": {}, "nsp": {}}
     for split in ("train", "eval"):
