@@ -35,6 +35,8 @@ from absl.flags import _argument_parser
 from absl.flags import _flag
 from absl import logging
 
+from data_prep import tf_startup
+
 
 def option(default, help, *, choices=None, required=False):
     """A dataclass field that is also a flag.
@@ -195,6 +197,7 @@ def run(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None,
                 "--%s)" % (" ".join(args[1:]), pass_through))
         if not pass_through:
             check_no_arguments(args)
+        tf_startup.import_tensorflow()  # Quietly, where there is no GPU.
         try:
             if passed_on:
                 main_fn(options, args[1:])

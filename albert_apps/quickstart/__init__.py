@@ -45,12 +45,26 @@ next version is exported and fine-tuned).
     report = quickstart.run("runs/quickstart", train_seconds=60)
 """
 
-from albert_apps.quickstart.data import EVAL_EVERY
-from albert_apps.quickstart.data import masked_token_baseline
-from albert_apps.quickstart.data import split_corpus
-from albert_apps.quickstart.job import run
-from albert_apps.quickstart.report import format_report
-from albert_apps.quickstart.report import training_curves
+import importlib
 
-__all__ = ["EVAL_EVERY", "format_report", "masked_token_baseline",
-           "run", "split_corpus", "training_curves"]
+_EXPORTS = {
+    "EVAL_EVERY": "albert_apps.quickstart.data",
+    "masked_token_baseline": "albert_apps.quickstart.data",
+    "split_corpus": "albert_apps.quickstart.data",
+    "run": "albert_apps.quickstart.job",
+    "format_report": "albert_apps.quickstart.report",
+    "training_curves": "albert_apps.quickstart.report",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    # Loaded on first use, so `--help` imports no TensorFlow.
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(
+            f"module 'albert_apps.quickstart' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -17,8 +17,7 @@ from absl import logging
 from data_prep import options as options_lib
 from data_prep.options import option
 
-from albert_apps import quickstart
-from albert_apps.quickstart import stages
+from albert_apps.quickstart import budget
 
 
 @dataclasses.dataclass
@@ -34,10 +33,10 @@ class QuickstartOptions:
         3_000_000, "Cap on the pretraining text (characters).")
     vocab_size: int = option(4000, "SentencePiece pieces (a soft limit).")
     max_seq_length: int = option(64, "Tokens a record.")
-    num_train_steps: int = option(stages.NUM_TRAIN_STEPS,
+    num_train_steps: int = option(budget.NUM_TRAIN_STEPS,
                                   "Pretraining steps.")
     train_seconds: float = option(
-        stages.TRAIN_SECONDS, "Time budget of pretraining in this run "
+        budget.TRAIN_SECONDS, "Time budget of pretraining in this run "
         "(seconds; 0: none): "
         "training stops, saving a checkpoint, once it is spent, even before "
         "num_train_steps; running again continues from there.")
@@ -52,6 +51,7 @@ class QuickstartOptions:
 
 def run_and_print(options):
     """Runs the job with `options` and prints the report."""
+    from albert_apps import quickstart  # pylint: disable=import-outside-toplevel
     report = quickstart.run(**dataclasses.asdict(options))
     print()
     print(quickstart.format_report(report), end="")

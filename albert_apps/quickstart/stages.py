@@ -33,6 +33,9 @@ from export import exporter
 from albert_tf.config import AlbertConfig
 from albert_tf.models.encoder import AlbertEncoder
 from albert_apps.quickstart import data
+from albert_apps.quickstart.budget import NUM_CHECKPOINTS
+from albert_apps.quickstart.budget import NUM_TRAIN_STEPS
+from albert_apps.quickstart.budget import TRAIN_SECONDS
 from albert_apps.quickstart import downstream
 from albert_apps.quickstart import queries
 from albert_tf.training import hardware
@@ -47,11 +50,6 @@ DATA_JSON = "quickstart_data.json"  # Under pretrain/.
 # Maskings of each held-out document: two give over 2,000 held-out
 # instances from the built-in corpus, enough for a stable accuracy.
 EVAL_DUPE_FACTOR = 2
-# Pretraining: steps of batch 32 (about 4 minutes on 2 cores), the time
-# budget of one run and the evaluated checkpoints over the run.
-NUM_TRAIN_STEPS = 3000
-TRAIN_SECONDS = 400
-NUM_CHECKPOINTS = 5
 
 
 def write_json(path, value):

@@ -27,13 +27,12 @@ from albert_tf.tasks import intervals
 from albert_apps.quickstart import downstream
 from albert_apps.quickstart import queries
 from albert_apps.quickstart import stages
+from albert_apps.quickstart.budget import FINETUNE_SEEDS
+from albert_apps.quickstart.budget import FINETUNE_STEPS
 
 FINETUNE_JSON = "finetune.json"  # Under finetune/.
 # The fine-tuned exports' folders: the prefix and the task's name.
 CLASSIFIER_PREFIX = "albert_"
-# Fine-tuning runs of each initialization (one per seed), and their steps.
-FINETUNE_SEEDS = (0, 1, 2)
-FINETUNE_STEPS = 100
 NUM_CLASSIFIER_EXAMPLES = 4
 
 
