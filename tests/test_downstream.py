@@ -42,8 +42,10 @@ def test_task_pairs_follow_the_corpus_structure(tmp_path, name):
     task = downstream.load_task(str(tmp_path / name))
     assert task.name == name and task.labels == downstream.TASKS[name][0]
     assert len(task.train_pairs) == 20 and len(task.dev_pairs) == counts["dev"]
-    # Both labels, near balance.
-    assert 0.3 < task.dev_labels.mean() < 0.7
+    # Every label, near balance.
+    shares = np.bincount(task.dev_labels, minlength=len(task.labels)) / len(
+        task.dev_labels)
+    assert np.all(np.abs(shares - 1 / len(task.labels)) < 0.15), shares
 
     def docs(pairs):
         return set().union(*(_doc_and_sentences(p)[0]
@@ -54,8 +56,10 @@ def test_task_pairs_follow_the_corpus_structure(tmp_path, name):
     for (first, second), label in zip(task.dev_pairs, task.dev_labels):
         (doc_a, sent_a), (doc_b, sent_b) = (_doc_and_sentences(first),
                                             _doc_and_sentences(second))
-        if name == "same_document":
-            assert (doc_a == doc_b) == (label == 1)
+        if name == "section":
+            # One passage; documents 0-14 are section 0, ... 45-59 section 3.
+            assert second == "" and len(doc_a) == 1
+            assert label == min(doc_a) // 15
         else:
             # Adjacent passages of one document, swapped when label 1.
             assert doc_a == doc_b
@@ -80,8 +84,8 @@ def test_passages_and_capacity():
     assert downstream.capacity("sentence_order", 1) == 0
     assert downstream.capacity("sentence_order", 5) == 4
     assert downstream.capacity("sentence_order", 50) == 8
-    assert downstream.capacity("same_document", 2) == 2
-    assert downstream.capacity("same_document", 50) == 8
+    assert downstream.capacity("section", 2) == 2
+    assert downstream.capacity("section", 50) == 8
 
 
 def test_the_downstream_share_follows_the_corpus():
@@ -107,7 +111,7 @@ def test_few_documents_say_so_and_too_few_are_refused(tmp_path):
     written = downstream.write_tasks(corpus, str(tmp_path / "all"))
     assert [t["name"] for t in written] == list(downstream.TASKS)
     with pytest.raises(ValueError, match="at least 4 held-out documents"):
-        downstream.write_task("same_document",
+        downstream.write_task("section",
                               _corpus(tmp_path / "d.txt", _documents(3)),
                               str(tmp_path / "u"))
     with pytest.raises(ValueError, match="Unknown downstream task"):

@@ -131,7 +131,7 @@ def _check_artifacts_and_report(out, report):
     """Every artifact exists, and the report's numbers."""
     data, pretrain = os.path.join(out, "data"), os.path.join(out, "pretrain")
     for path in ("corpus.json", "train.txt", "eval.txt", "downstream.txt",
-                 "task/same_document/train.tsv", "task/same_document/dev.tsv",
+                 "task/section/train.tsv", "task/section/dev.tsv",
                  "task/sentence_order/train.tsv", "task/sentence_order/dev.tsv",
                  "spm.model", "spm.vocab",
                  "train.tfrecord", "train.stats.json", "eval.tfrecord",
@@ -174,7 +174,7 @@ def _check_artifacts_and_report(out, report):
     # Fine-tuning: both initializations, every seed, through the export.
     finetuned = report["finetune"]
     assert finetuned["encoders"]["pretrained"] == paths["encoder"]
-    assert [t["name"] for t in finetuned["tasks"]] == ["same_document",
+    assert [t["name"] for t in finetuned["tasks"]] == ["section",
                                                        "sentence_order"]
     for task in finetuned["tasks"]:
         for name in ("pretrained", "random_init"):
@@ -194,7 +194,7 @@ def _check_artifacts_and_report(out, report):
 
     text = open(os.path.join(out, "report.txt")).read()
     for needle in ("masked-LM accuracy", "SOP accuracy", "tensorboard --logdir",
-                   "fill_mask", "random init", "served same_document",
+                   "fill_mask", "random init", "served section",
                    "served sentence_order", "machine:", paths["serving"],
                    finetuned["tasks"][0]["classifier"], "95% interval"):
         assert needle in text, needle

@@ -108,7 +108,7 @@ def test_finetuning_is_reused_for_its_export_and_settings(tmp_path):
 
     out = str(tmp_path)
     exported = {"version": 2}
-    corpus = {"tasks": [{"name": "same_document"}, {"name": "sentence_order"}]}
+    corpus = {"tasks": [{"name": "section"}, {"name": "sentence_order"}]}
     assert resume.current_finetune(exported, corpus, out) is None
     classifiers = [tmp_path / "export" / ("albert_" + t["name"]) / "1"
                    for t in corpus["tasks"]]
@@ -121,7 +121,7 @@ def test_finetuning_is_reused_for_its_export_and_settings(tmp_path):
          "tasks": [{"name": t["name"], "classifier": str(folder)}
                    for t, folder in zip(corpus["tasks"], classifiers)],
          "settings": {"seeds": [0, 1], "num_train_steps": 50,
-                      "tasks": ["same_document", "sentence_order"]}})
+                      "tasks": ["section", "sentence_order"]}})
     again = resume.current_finetune(exported, corpus, out, seeds=(0, 1),
                                     num_train_steps=50)
     assert again["reused"]

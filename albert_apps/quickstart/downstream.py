@@ -9,12 +9,15 @@ in the fine-tuning settings where pretraining pays off, and many are scored
 random initialization on them stays near chance, while a pretrained encoder
 carries over what it learned.
 
-The tasks (`TASKS`), both on pairs of passages (runs of consecutive
-sentences of at most `PASSAGE_WORDS` words):
-- `same_document`: are the two passages from the same document (label 1) or
-  from two different ones (label 0)? It measures whether the encoder's
-  output carries what a text is about (its topic, vocabulary and style), so
-  any corpus of documents of two or more passages supports it.
+The tasks (`TASKS`):
+- `section`: which quarter of the held-out text, in corpus order, does a
+  passage (a run of consecutive sentences of at most `PASSAGE_WORDS` words)
+  come from? The held-out documents, in the order the corpus gives them,
+  are cut into `NUM_SECTIONS` sections of equal size. It measures what a
+  text is about (its topic and vocabulary), which masked-LM pretraining
+  learns on any text; it needs a corpus whose documents come grouped by
+  subject, as books, manuals and code documentation do (on shuffled
+  documents its labels are noise and nothing can be learned).
 - `sentence_order`: two adjacent passages of a document, given in order
   (label 0) or swapped (label 1). It measures discourse order, which is what
   sentence-order prediction pretrains; it shows something only on text whose
@@ -32,43 +35,41 @@ dense layer on `pooled_output`, trained with the official AdamW recipe
 (warmup, linear decay, clipping at global norm 1.0).
 
     counts = write_tasks("data/downstream.txt", "data/task")
-    task = load_task("data/task/same_document")
+    task = load_task("data/task/section")
     result = finetune("export/albert_encoder/1", "data/spm.model", task)
     result["dev_accuracy"]
 """
 
 import csv
 import dataclasses
-import math
 import os
 import random
-import time
 
-import keras
 import numpy as np
 import tensorflow as tf
 
 from albert_tf.layers.preprocessing import TextPreprocessor
-from albert_tf.layers.task_heads import ClassificationHead
 from albert_tf.models.encoder import INPUT_NAMES
-from albert_tf.training import optimization
 from export import keras_layer
 
 from albert_apps.quickstart import data
+from albert_apps.quickstart import finetuning
 
 # name -> (labels, what it measures). The order is the report's.
+NUM_SECTIONS = 4
 TASKS = {
-    "same_document": (
-        ("different documents", "same document"),
-        "are two passages from the same held-out document? (what a text is "
-        "about: topic, vocabulary, style)"),
+    "section": (
+        tuple("section %d of %d" % (i + 1, NUM_SECTIONS)
+              for i in range(NUM_SECTIONS)),
+        "which quarter of the held-out text (in corpus order) is a passage "
+        "from? (what a text is about: topic, vocabulary)"),
     "sentence_order": (
         ("in order", "swapped"),
         "are two adjacent passages of a held-out document in order or "
         "swapped? (discourse order, the pretraining SOP objective itself)"),
 }
-# Few labelled pairs to learn from, many to measure on (the accuracy of
-# 1000 dev pairs has a 95% binomial interval of about ±3 points).
+# Few labelled examples to learn from, many to measure on (the accuracy of
+# 1000 dev examples has a 95% binomial interval of about ±3 points).
 NUM_TRAIN, NUM_DEV = 400, 1000
 MAX_DEV = 2000  # More dev pairs than this add little and cost time.
 PASSAGE_WORDS = 24  # Two passages fill about 64 tokens.
@@ -111,8 +112,7 @@ def capacity(task, num_passages, per_document=PAIRS_PER_DOCUMENT):
         return 0
     if task == "sentence_order":
         return min(per_document, num_passages - 1)
-    positives = min(per_document // 2, math.comb(num_passages, 2))
-    return 2 * positives
+    return min(per_document, num_passages)
 
 
 # Of a user's corpus, one document in `every` goes downstream: `every` is
@@ -158,7 +158,7 @@ def choose_every(documents, max_chars=None, tasks=tuple(TASKS),
 
 def _order_pairs(docs, rng, per_document):
     rows = []
-    for doc in docs:
+    for doc, _ in docs:
         starts = list(range(len(doc) - 1))
         for i in sorted(rng.sample(starts, min(per_document, len(starts)))):
             first, second = doc[i], doc[i + 1]
@@ -169,30 +169,31 @@ def _order_pairs(docs, rng, per_document):
     return rows
 
 
-def _same_document_pairs(docs, rng, per_document):
-    """Balanced: each positive pair of a document comes with a negative one
-    pairing one of its passages with a passage of another document of the
-    same split."""
+def _section_passages(docs, rng, per_document):
+    """Up to `per_document` passages of each document, labelled with the
+    document's section; the second text is empty."""
     rows = []
-    for index, doc in enumerate(docs):
-        if len(doc) < 2 or len(docs) < 2:
-            continue
-        combos = [(i, j) for i in range(len(doc)) for j in range(i + 1, len(doc))]
-        for i, j in rng.sample(combos, min(per_document // 2, len(combos))):
-            pair = [doc[i], doc[j]]
-            rng.shuffle(pair)
-            rows.append((1, pair[0], pair[1]))
-            other = rng.randrange(len(docs) - 1)
-            other += other >= index
-            stranger = rng.choice(docs[other])
-            pair = [rng.choice((doc[i], doc[j])), stranger]
-            rng.shuffle(pair)
-            rows.append((0, pair[0], pair[1]))
+    for doc, section in docs:
+        for passage in rng.sample(doc, min(per_document, len(doc))):
+            rows.append((section, passage, ""))
     return rows
 
 
+def sections(documents, per_document=PAIRS_PER_DOCUMENT,
+             num_sections=NUM_SECTIONS):
+    """The section of each document (lists of passages, in corpus order):
+    the documents cut into `num_sections` runs that give about the same
+    number of examples."""
+    sizes = [capacity("section", len(d), per_document) for d in documents]
+    total, seen, out = max(1, sum(sizes)), 0, []
+    for size in sizes:
+        out.append(min(num_sections - 1, seen * num_sections // total))
+        seen += size
+    return out
+
+
 _BUILDERS = {"sentence_order": _order_pairs,
-             "same_document": _same_document_pairs}
+             "section": _section_passages}
 
 
 def _write_tsv(path, rows):
@@ -210,7 +211,7 @@ def _deal(docs, task, num_train, per_document):
     (at most half of the documents), dev the rest."""
     total, cut = 0, 0
     while cut < len(docs) // 2 and total < num_train:
-        total += capacity(task, len(docs[cut]), per_document)
+        total += capacity(task, len(docs[cut][0]), per_document)
         cut += 1
     return docs[:cut], docs[cut:]
 
@@ -225,7 +226,7 @@ def write_task(task, documents_file, task_dir, num_train=NUM_TRAIN,
         documents_file: the held-out documents (one sentence a line, a blank
             line between documents).
         task_dir: where the two TSV files go (columns `label`, `first`,
-            `second`).
+            `second`; empty for the one-passage examples of `section`).
         num_train: training pairs wanted (fewer when the documents cannot
             give them: train takes at most half of the documents).
         num_dev: dev pairs wanted; short of it, `short` says so.
@@ -254,6 +255,7 @@ def write_task(task, documents_file, task_dir, num_train=NUM_TRAIN,
             "The downstream task needs at least 4 held-out documents of two "
             "or more passages. Received: %d in %s" % (len(documents),
                                                       documents_file))
+    documents = list(zip(documents, sections(documents, per_document)))
     rng = random.Random(seed)
     rng.shuffle(documents)
     train_docs, dev_docs = _deal(documents, task, num_train, per_document)
@@ -332,26 +334,20 @@ def encode_pairs(preprocessor, pairs, seq_length):
     return {name: inputs[name].numpy() for name in INPUT_NAMES}
 
 
-def classifier(encoder, num_classes=2, dropout=0.1):
-    """The encoder (an exported encoder layer or an `AlbertEncoder`) with a
-    classification head on `pooled_output`; outputs `{"logits": [B, C]}`.
-
-    The model has `num_classes`, which `export.tasks.export_classifier`
-    reads.
-    """
-    inputs = {name: keras.Input((None,), dtype="int32", name=name)
-              for name in INPUT_NAMES}
-    pooled = encoder(inputs)["pooled_output"]
-    head = ClassificationHead(num_classes, dropout=dropout, name="classifier")
-    model = keras.Model(inputs, {"logits": head(pooled)}, name="finetuned")
-    model.num_classes = num_classes
-    return model
-
-
 def _load_encoder(encoder):
     if isinstance(encoder, (str, os.PathLike)):
         return keras_layer.load_encoder(os.fspath(encoder))
     return encoder
+
+
+def encode_task(spm_model, task, max_seq_length=64, do_lower_case=True):
+    """The task's train and dev texts as encoder inputs (two dicts of int32
+    NumPy arrays `[N, max_seq_length]`)."""
+    with open(spm_model, "rb") as f:
+        preprocessor = TextPreprocessor(f.read(), max_seq_length,
+                                        do_lower_case)
+    return (encode_pairs(preprocessor, task.train_pairs, max_seq_length),
+            encode_pairs(preprocessor, task.dev_pairs, max_seq_length))
 
 
 def finetune(encoder, spm_model, task, seed=0, num_train_steps=200,
@@ -378,35 +374,12 @@ def finetune(encoder, spm_model, task, seed=0, num_train_steps=200,
         `steps`, `seconds`, and `model` (the fine-tuned Keras model, not
         JSON-serializable).
     """
-    start = time.time()
-    with open(spm_model, "rb") as f:
-        preprocessor = TextPreprocessor(f.read(), max_seq_length,
-                                        do_lower_case)
-    train_x = encode_pairs(preprocessor, task.train_pairs, max_seq_length)
-    dev_x = encode_pairs(preprocessor, task.dev_pairs, max_seq_length)
-    keras.utils.set_random_seed(seed)
-    model = classifier(_load_encoder(encoder), len(task.labels))
-    model.compile(
-        optimizer=optimization.create_optimizer(
-            "adamw", learning_rate, num_train_steps,
-            int(warmup_ratio * num_train_steps)),
-        loss={"logits": keras.losses.SparseCategoricalCrossentropy(
-            from_logits=True)},
-        metrics={"logits": ["accuracy"]})
-    dataset = (tf.data.Dataset.from_tensor_slices((train_x, task.train_labels))
-               .repeat().shuffle(len(task.train_labels), seed=seed)
-               .batch(batch_size))
-    history = model.fit(dataset, steps_per_epoch=num_train_steps, epochs=1,
-                        shuffle=False, verbose=0)
-    logits = model.predict(dev_x, batch_size=128, verbose=0)["logits"]
-    logits = logits.astype(np.float64)
-    log_probs = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
-    labels = task.dev_labels
-    return {
-        "dev_accuracy": float(np.mean(np.argmax(logits, 1) == labels)),
-        "dev_loss": float(-np.mean(log_probs[np.arange(len(labels)), labels])),
-        "train_loss": float(history.history["loss"][-1]),
-        "steps": num_train_steps,
-        "seconds": round(time.time() - start, 1),
-        "model": model,
-    }
+    train_x, dev_x = encode_task(spm_model, task, max_seq_length,
+                                 do_lower_case)
+    finetuner = finetuning.Finetuner(
+        _load_encoder(encoder), len(task.labels), num_train_steps,
+        batch_size=batch_size, learning_rate=learning_rate,
+        warmup_ratio=warmup_ratio)
+    result = finetuner.run(train_x, task.train_labels, dev_x,
+                           task.dev_labels, seed=seed)
+    return dict(result, model=finetuner.model)

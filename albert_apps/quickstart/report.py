@@ -181,7 +181,7 @@ def _summary_lines(report):
             c["downstream_documents"],
             " (one in %d of the corpus)" % c["downstream_every"]
             if c.get("downstream_every") else "",
-            ", ".join("%s %d train / %d dev pairs" % (
+            ", ".join("%s %d train / %d dev examples" % (
                 t["name"], t["train"], t["dev"]) for t in c["tasks"])),
         "vocabulary  %d SentencePiece pieces -> %s" % (v["pieces"],
                                                        v["model_file"]),
@@ -248,15 +248,15 @@ def _pretraining_lines(res):
 def _finetune_lines(report):
     f = report["finetune"]
     lines = [
-        "fine-tuning through the exported encoder loaded as a Keras layer "
-        "(%s), against the same model from random initialization; %d steps "
-        "a run, seeds %s; mean dev accuracy with its 95%% interval (dev set "
-        "and seeds):" % (f["encoders"]["pretrained"],
+        "fine-tuning the exported encoder (%s, checked against the "
+        "SavedModel loaded as a Keras layer), against the same model from "
+        "random initialization; %d steps a run, seeds %s; mean dev accuracy "
+        "with its 95%% interval (dev set and seeds):" % (f["encoders"]["pretrained"],
                          f["settings"]["num_train_steps"],
                          ", ".join(map(str, f["settings"]["seeds"])))]
     for task in f["tasks"]:
         lines += [
-            "  %s (%d train / %d dev pairs): %s" % (
+            "  %s (%d train / %d dev examples): %s" % (
                 task["name"], task["train_examples"], task["dev_examples"],
                 task["measures"]),
             "    pretrained   %s %s  (seeds %s to %s)" % (
@@ -284,7 +284,7 @@ def _query_lines(queries):
     lines = []
     for c in queries["classifiers"]:
         lines.append("served %s classifier (raw text in, %s): dev accuracy "
-                     "%s over %d pairs" % (c["task"], c["model"],
+                     "%s over %d examples" % (c["task"], c["model"],
                                            _pct(c["accuracy"]),
                                            c["dev_pairs"]))
         for e in c["examples"]:
