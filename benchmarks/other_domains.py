@@ -239,7 +239,7 @@ def _pct(value):
 def row(name, report, seconds):
     """One table row (a dict of strings) from a main job's report."""
     results, corpus = report["results"], report["corpus"]
-    tasks = {t["name"]: "%+.1f [%s, %s] %s" % (
+    tasks = {t["name"] + " margin [95%]": "%+.1f [%s, %s] %s" % (
         100 * t["margin"], _pct(t["margin_ci95"][0]),
         _pct(t["margin_ci95"][1]), t["verdict"].split(" (")[0]) + (
             " (%d dev)" % t["dev_examples"])
@@ -256,8 +256,7 @@ def row(name, report, seconds):
             _pct(results["sentence_order_ci95"][0]),
             _pct(results["sentence_order_ci95"][1]),
             results["sentence_order_verdict"]),
-        "same_document margin": tasks.get("same_document", "-"),
-        "sentence_order margin": tasks.get("sentence_order", "-"),
+        **tasks,
         "steps": str(report["pretrain"]["steps"]),
         "wall": "%d min %02d s" % divmod(int(seconds), 60),
     }
@@ -267,10 +266,11 @@ def format_table(rows):
     """Rows as a Markdown table."""
     if not rows:
         return "(no corpus ran)"
-    keys = list(rows[0])
+    keys = list(dict.fromkeys(k for r in rows for k in r))
     lines = ["| " + " | ".join(keys) + " |",
              "|" + "---|" * len(keys)]
-    lines += ["| " + " | ".join(r[k] for k in keys) + " |" for r in rows]
+    lines += ["| " + " | ".join(r.get(k, "-") for k in keys) + " |"
+              for r in rows]
     return "\n".join(lines)
 
 

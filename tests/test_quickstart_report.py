@@ -179,7 +179,7 @@ def test_report_text(tmp_path):
             "corpus      10 documents, 20 sentences, 12,345 characters (9 "
             "pretraining / 1 held-out documents) from /corpus.txt",
             "downstream  6 documents never pretrained on (one in 4 of the "
-            "corpus); tasks: sentence_order 3 train / 3 dev pairs",
+            "corpus); tasks: sentence_order 3 train / 3 dev examples",
             "instances   50 train, 20 held-out -> /data",
             "model       tiny widened, 355,456 encoder parameters",
             "training    20 of 30 steps of batch 16 (resumed from step 10; "
@@ -194,7 +194,7 @@ def test_report_text(tmp_path):
             "noise)",
             "served sentence_order classifier (raw text in, "
             "/export/albert_sentence_order/2): dev accuracy 50.0% over 3 "
-            "pairs",
+            "examples",
             "  true swapped             -> in order            0.700  'B.' | "
             "'A.'",
             "  the model's top pieces:            top-1 0.0%, top-5 100.0%",

@@ -71,7 +71,9 @@ TASKS = {
 # Few labelled examples to learn from, many to measure on (the accuracy of
 # 1000 dev examples has a 95% binomial interval of about ±3 points).
 NUM_TRAIN, NUM_DEV = 400, 1000
-MAX_DEV = 2000  # More dev pairs than this add little and cost time.
+MAX_DEV = 1200  # More dev examples than this add little and cost time.
+# Tokens a fine-tuning example needs: one passage fits in 48.
+SEQUENCE_LENGTHS = {"section": 48}
 PASSAGE_WORDS = 24  # Two passages fill about 64 tokens.
 PAIRS_PER_DOCUMENT = 8  # Bounds how much one document weighs.
 TASK_FILES = ("train.tsv", "dev.tsv")
@@ -338,6 +340,11 @@ def _load_encoder(encoder):
     if isinstance(encoder, (str, os.PathLike)):
         return keras_layer.load_encoder(os.fspath(encoder))
     return encoder
+
+
+def sequence_length(task, max_seq_length):
+    """T of the fine-tuning examples of `task` (at most `max_seq_length`)."""
+    return min(max_seq_length, SEQUENCE_LENGTHS.get(task, max_seq_length))
 
 
 def encode_task(spm_model, task, max_seq_length=64, do_lower_case=True):

@@ -110,8 +110,12 @@ def run(output_dir, input_file=None, max_corpus_chars=3_000_000,
             exported = stages.export_model(trained, vocabulary, output_dir,
                                            max_seq_length)
     with timer.stage("finetune") as entry:
+        held_out = report_lib.results(trained, records["baseline"],
+                                      records["eval"]["instances"])
         tuning = dict(seeds=tuple(finetune_seeds),
-                      num_train_steps=finetune_steps)
+                      num_train_steps=finetune_steps,
+                      skipped=transfer.tasks_to_skip(
+                          held_out["sentence_order_verdict"]))
         finetuned = resume.current_finetune(exported, corpus, output_dir,
                                             **tuning)
         if not _reuse(entry, finetuned):

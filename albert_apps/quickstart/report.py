@@ -272,6 +272,8 @@ def _finetune_lines(report):
                 task["verdict"])]
         if task.get("short"):
             lines.append("    note: " + task["short"])
+    for name, reason in sorted(f.get("skipped", {}).items()):
+        lines.append("  %s: not fine-tuned (%s)" % (name, reason))
     return lines
 
 
@@ -333,7 +335,7 @@ def _file_lines(report):
     for key in ("serving", "encoder", "preprocessor"):
         lines.append("    %-12s  %s" % (key, e["paths"][key]))
     lines += ["    %-12s  %s" % ("classifier", t["classifier"])
-              for t in report["finetune"]["tasks"]]
+              for t in report["finetune"]["tasks"] if t.get("classifier")]
     lines += ["  report        %s" % ", ".join(report["report_files"]),
               "  curves        %s" % report["plot"]]
     return lines

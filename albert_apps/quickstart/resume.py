@@ -96,21 +96,23 @@ def current_export(trained, output_dir):
 
 def current_finetune(exported, corpus, output_dir,
                      seeds=transfer.FINETUNE_SEEDS,
-                     num_train_steps=transfer.FINETUNE_STEPS):
+                     num_train_steps=transfer.FINETUNE_STEPS, skipped=None):
     """The fine-tuning results recorded in `output_dir` if they were made
     from the current export of the encoder (`exported`, what
     `stages.export_model` returned) with these settings, and the classifier
-    they exported exist, for the tasks of `corpus`."""
+    they exported exist, for the tasks of `corpus` less the `skipped`."""
     finetuned = stages.read_json(os.path.join(
         output_dir, "finetune", transfer.FINETUNE_JSON))
     if not finetuned or "tasks" not in finetuned:
         return None
     settings = {"seeds": list(seeds), "num_train_steps": num_train_steps,
                 "tasks": [t["name"] for t in finetuned["tasks"]]}
-    if ([t["name"] for t in corpus["tasks"]] != settings["tasks"] or
+    wanted = [t["name"] for t in corpus["tasks"]
+              if t["name"] not in (skipped or {})]
+    if (wanted != settings["tasks"] or
             finetuned.get("settings") != settings or
             finetuned.get("encoder_version") != exported["version"] or
             not all(os.path.isdir(t["classifier"])
-                    for t in finetuned["tasks"])):
+                    for t in finetuned["tasks"] if t.get("classifier"))):
         return None
     return dict(finetuned, reused=True)

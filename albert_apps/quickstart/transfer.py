@@ -103,12 +103,25 @@ def task_result(name, runs, counts):
     return entry
 
 
+def tasks_to_skip(sentence_order_verdict):
+    """The downstream tasks the corpus does not support, with the reason:
+    `sentence_order` where held-out SOP stayed at chance (pretraining
+    learned no sentence order from this text, so fine-tuning on order
+    would show nothing of it)."""
+    if sentence_order_verdict == intervals.ABOVE_CHANCE:
+        return {}
+    return {"sentence_order": "held-out SOP is %s: pretraining learned no "
+                              "sentence order from this text, so the task "
+                              "would show nothing" % sentence_order_verdict}
+
+
 def finetune(exported, corpus, vocabulary, output_dir, max_seq_length=64,
-             seeds=FINETUNE_SEEDS, num_train_steps=FINETUNE_STEPS):
+             seeds=FINETUNE_SEEDS, num_train_steps=FINETUNE_STEPS,
+             skipped=None):
     """Stage 6 of the quickstart: fine-tunes the exported encoder's weights
     on each downstream task; and, as the control, the same model from random
     initialization (seeded by the run's seed) with the same steps and seeds;
-    exports each task's first-seed pretrained classifier as a text-in
+    exports the first task's first-seed pretrained classifier as a text-in
     SavedModel (`albert_<task>`).
 
     The weights come from the checkpoint the encoder SavedModel was exported
@@ -125,6 +138,8 @@ def finetune(exported, corpus, vocabulary, output_dir, max_seq_length=64,
         max_seq_length: T of the packed pairs.
         seeds: one fine-tuning run of each initialization per seed.
         num_train_steps: steps of each run.
+        skipped: tasks of `corpus` not to run, each with the reason
+            (`tasks_to_skip`).
 
     Returns:
         A dict: `tasks` (one entry per task: `name`, `train_examples`,
@@ -136,16 +151,20 @@ def finetune(exported, corpus, vocabulary, output_dir, max_seq_length=64,
     finetune_dir = os.path.join(output_dir, "finetune")
     os.makedirs(finetune_dir, exist_ok=True)
     config = stages.model_config(vocabulary["pieces"], max_seq_length)
+    skipped = dict(skipped or {})
+    chosen = [c for c in corpus["tasks"] if c["name"] not in skipped]
+    lengths = [downstream.sequence_length(c["name"], max_seq_length)
+               for c in chosen]
     inputs = [downstream.encode_task(vocabulary["model_file"],
                                      downstream.load_task(c["task_dir"]),
-                                     max_seq_length)
-              for c in corpus["tasks"]]
+                                     length)
+              for c, length in zip(chosen, lengths)]
     probe = {name: x[:8] for name, x in inputs[0][1].items()}
     starts = {"pretrained": pretrained_weights(exported, output_dir, probe)[0]}
     random_starts = {seed: _built_encoder(config, seed).get_weights()
                      for seed in seeds}
     results = []
-    for counts, (train_x, dev_x) in zip(corpus["tasks"], inputs):
+    for counts, length, (train_x, dev_x) in zip(chosen, lengths, inputs):
         task = downstream.load_task(counts["task_dir"])
         finetuner = finetuning.Finetuner(
             _built_encoder(config), len(task.labels), num_train_steps)
@@ -161,15 +180,16 @@ def finetune(exported, corpus, vocabulary, output_dir, max_seq_length=64,
                 logging.info("Fine-tuned %s encoder on %s, seed %d: dev "
                              "accuracy %.4f (%.1f s)", name, task.name, seed,
                              result["dev_accuracy"], result["seconds"])
-                if classifier is None:  # The first seed's pretrained run.
+                if not results and classifier is None:
+                    # The first task's first pretrained run is served.
                     classifier = tasks.export_classifier(
                         finetuner.model, vocabulary["model_file"],
                         os.path.join(output_dir, "export"),
                         labels=list(task.labels),
-                        max_seq_length=max_seq_length,
+                        max_seq_length=length,
                         model_name=CLASSIFIER_PREFIX + task.name)
         entry = task_result(task.name, runs, counts)
-        entry["classifier"] = classifier
+        entry.update(classifier=classifier, max_seq_length=length)
         results.append(entry)
     encoders = {"pretrained": exported["paths"]["encoder"],
                 "random_init": "seeded initialization (one per seed)"}
@@ -178,7 +198,8 @@ def finetune(exported, corpus, vocabulary, output_dir, max_seq_length=64,
         "encoders": encoders,
         "encoder_version": exported["version"],
         "settings": {"seeds": list(seeds), "num_train_steps": num_train_steps,
-                     "tasks": [t["name"] for t in corpus["tasks"]]},
+                     "tasks": [t["name"] for t in chosen]},
+        "skipped": skipped,
     }
     stages.write_json(os.path.join(finetune_dir, FINETUNE_JSON), finetuned)
     return dict(finetuned, reused=False)
@@ -209,8 +230,11 @@ def query(serving_path, finetuned, corpus, vocabulary,
         model, queries.fill_mask_queries(corpus["eval_file"], sp_model),
         queries.frequent_content_words(corpus["train_file"], sp_model))
     classifiers = []
-    for entry, counts in zip(finetuned["tasks"], corpus["tasks"]):
-        task = downstream.load_task(counts["task_dir"])
+    task_dirs = {c["name"]: c["task_dir"] for c in corpus["tasks"]}
+    for entry in finetuned["tasks"]:
+        if not entry.get("classifier"):
+            continue
+        task = downstream.load_task(task_dirs[entry["name"]])
         classified = queries.classify(tf.saved_model.load(entry["classifier"]),
                                       task.dev_pairs, task.dev_labels)
         examples = [dict(first=first, second=second,
