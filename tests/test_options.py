@@ -16,8 +16,8 @@ from albert_tf.tasks import runners
 from albert_tf.training.pretraining import PretrainingOptions
 
 # Every program of the project (their flags are defined only when run).
-PROGRAMS = ("albert_tf.run_pretraining", "albert_tf.run_classifier",
-            "albert_tf.run_squad", "albert_tf.run_race",
+PROGRAMS = ("albert_tf.run_pretraining", "albert_apps.run_classifier",
+            "albert_apps.run_squad", "albert_tf.run_race",
             "albert_tf.convert_checkpoint", "albert_apps.quickstart",
             "data_prep.build_vocab", "data_prep.create_pretraining_data",
             "export.export_saved_model")
@@ -101,8 +101,8 @@ def test_every_program_imports_in_one_process_defining_no_flags():
 
 
 @pytest.mark.parametrize("module,flag", [
-    ("albert_tf.run_classifier", "task_name"),
-    ("albert_tf.run_squad", "version_2_with_negative"),
+    ("albert_apps.run_classifier", "task_name"),
+    ("albert_apps.run_squad", "version_2_with_negative"),
     ("albert_tf.run_race", "max_qa_length"),
     ("albert_tf.run_pretraining", "max_predictions_per_seq"),
 ])

@@ -42,11 +42,8 @@ from albert_tf.training import memory
 from albert_tf.training import optimization
 from albert_tf.training import results as results_lib
 from albert_tf.training.options import DTYPES
+from albert_tf.training.options import TrainingDivergedError
 from data_prep import progress
-
-
-class TrainingDivergedError(RuntimeError):
-    """The loss or the weights became NaN or infinite."""
 
 
 def op_error_summary(error):
