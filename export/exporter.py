@@ -95,6 +95,33 @@ def export_pretrainer(pretrainer, spm_model_proto, export_dir,
         export.serving_compat.UnsupportedOpsError: see `tf_serving_version`.
     """
     config = pretrainer.config
+    _check_arguments(config, spm_model_proto, max_seq_length, top_k,
+                     serving_shape)
+    names = model_names(model_name)
+    staged = layout.StagedExport(export_dir, names.values(), version)
+    try:
+        _write_models(staged, names, pretrainer, spm_model_proto,
+                      max_seq_length, do_lower_case, top_k, save_keras,
+                      serving_shape)
+        serving_compat.check_export(
+            {name: staged.path(name) for name in names.values()},
+            tf_serving_version)
+        final = staged.commit()
+    except BaseException:
+        staged.abort()
+        raise
+    paths = {key: final[name] for key, name in names.items()}
+    if save_keras:
+        paths["keras"] = os.path.join(paths["encoder"], KERAS_FILE_NAME)
+    logging.info("Exported version %d of %s", staged.version,
+                 ", ".join(names.values()))
+    return paths
+
+
+def _check_arguments(config, spm_model_proto, max_seq_length, top_k,
+                     serving_shape):
+    """Raises the errors `export_pretrainer` documents, before anything is
+    written."""
     sp_model = vocab.check_special_pieces(spm_model_proto)
     if sp_model.get_piece_size() > config.vocab_size:
         raise ValueError(
@@ -110,36 +137,25 @@ def export_pretrainer(pretrainer, spm_model_proto, export_dir,
         raise ValueError("top_k must be positive. Received: top_k=%r" % top_k)
     preprocessing.check_serving_shape(serving_shape)
 
-    names = model_names(model_name)
-    staged = layout.StagedExport(export_dir, names.values(), version)
-    try:
-        assets = _write_assets(os.path.join(staged.staging_dir, "_assets"),
-                               config, spm_model_proto)
-        preprocessor = preprocessing.TextPreprocessor(
-            spm_model_proto, max_seq_length, do_lower_case)
-        _save(*saved_models.build_serving_model(
-            pretrainer, preprocessor, top_k, assets, serving_shape),
-              staged.path(names["serving"]))
-        encoder_path = staged.path(names["encoder"])
-        _save(*saved_models.build_encoder_model(pretrainer.encoder, assets),
-              encoder_path)
-        if save_keras:
-            pretrainer.encoder.save(os.path.join(encoder_path, KERAS_FILE_NAME))
-        _save(*saved_models.build_preprocessor_model(preprocessor, assets),
-              staged.path(names["preprocessor"]))
-        serving_compat.check_export(
-            {name: staged.path(name) for name in names.values()},
-            tf_serving_version)
-        final = staged.commit()
-    except BaseException:
-        staged.abort()
-        raise
-    paths = {key: final[name] for key, name in names.items()}
+
+def _write_models(staged, names, pretrainer, spm_model_proto, max_seq_length,
+                  do_lower_case, top_k, save_keras, serving_shape):
+    """Writes the text-in model, the encoder (and its `.keras` file) and the
+    preprocessor into their staging folders, with the shared assets."""
+    assets = _write_assets(os.path.join(staged.staging_dir, "_assets"),
+                           pretrainer.config, spm_model_proto)
+    preprocessor = preprocessing.TextPreprocessor(
+        spm_model_proto, max_seq_length, do_lower_case)
+    _save(*saved_models.build_serving_model(
+        pretrainer, preprocessor, top_k, assets, serving_shape),
+          staged.path(names["serving"]))
+    encoder_path = staged.path(names["encoder"])
+    _save(*saved_models.build_encoder_model(pretrainer.encoder, assets),
+          encoder_path)
     if save_keras:
-        paths["keras"] = os.path.join(paths["encoder"], KERAS_FILE_NAME)
-    logging.info("Exported version %d of %s", staged.version,
-                 ", ".join(names.values()))
-    return paths
+        pretrainer.encoder.save(os.path.join(encoder_path, KERAS_FILE_NAME))
+    _save(*saved_models.build_preprocessor_model(preprocessor, assets),
+          staged.path(names["preprocessor"]))
 
 
 def export_from_checkpoint(checkpoint, albert_config_file, spm_model_file,
