@@ -51,7 +51,6 @@ JOURNEYS = {
     # README.md, docs/serving.md
     "--export_dir=$EXPORT_DIR --model_name=albert --max_seq_length=128":
         _PRETRAIN,
-    "--tf_serving_version=2.19": _PRETRAIN,
     "python -m export.serving_compat $EXPORT_DIR": _PRETRAIN,
     # docs/finetuning.md
     "python -m albert_apps.run_classifier": _FINETUNE,
