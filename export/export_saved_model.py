@@ -30,7 +30,7 @@ encoder takes any T up to `max_position_embeddings`. Every folder is
 written under `<export_dir>/.staging-*` and renamed into place when complete.
 The SavedModels need tensorflow and tensorflow-text only (import
 `tensorflow_text` before `tf.saved_model.load`). The flags are the fields of
-`export.exporter.ExportOptions`; the work is done by
+`export.options.ExportOptions`; the work is done by
 `export.exporter.export_from_checkpoint`.
 
 Each SavedModel gets `<version>/assets.extra/ops.json`: its op types and the
@@ -43,12 +43,11 @@ written.
 import dataclasses
 
 from data_prep import options as options_lib
-from export import exporter
-from export import serving_compat
+from export.options import ExportOptions
 
 
 def export(options):
-    """Exports as `options` (an `exporter.ExportOptions`) say.
+    """Exports as `options` (an `ExportOptions`) say.
 
     Returns:
         What `exporter.export_from_checkpoint` returns (also printed, one
@@ -58,6 +57,9 @@ def export(options):
         export.serving_compat.UnknownServingVersionError: an unknown
             `tf_serving_version` (refused before anything is read).
     """
+    # pylint: disable=import-outside-toplevel
+    from export import exporter
+    from export import serving_compat
     if options.tf_serving_version is not None:
         serving_compat.release_name(options.tf_serving_version)
     paths = exporter.export_from_checkpoint(**dataclasses.asdict(options))
@@ -67,7 +69,7 @@ def export(options):
 
 
 def main(argv=None):
-    options_lib.run(exporter.ExportOptions, export, argv, doc=__doc__)
+    options_lib.run(ExportOptions, export, argv, doc=__doc__)
 
 
 if __name__ == "__main__":

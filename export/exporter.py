@@ -3,13 +3,11 @@
 `export_from_checkpoint` reads a checkpoint, its config and its SentencePiece
 model; `export_pretrainer` exports an `AlbertPretrainer` already in memory.
 Both write the layout described in `export.export_saved_model` and return the
-final folders. `ExportOptions` holds the program's flags, which are the
-arguments of `export_from_checkpoint`.
+final folders. `ExportOptions` (in `export.options`) holds the program's
+flags, which are the arguments of `export_from_checkpoint`.
 """
 
-import dataclasses
 import os
-from typing import Optional
 
 import tensorflow as tf
 from absl import logging
@@ -19,8 +17,8 @@ from albert_tf.config import AlbertConfig
 from albert_tf.layers import preprocessing
 from albert_tf.models.pretrainer import AlbertPretrainer
 from data_prep import vocab
-from data_prep.options import option
 from export import layout
+from export.options import ExportOptions  # pylint: disable=unused-import
 from export import saved_models
 from export import serving_compat
 
@@ -29,51 +27,6 @@ PREPROCESSOR_SUFFIX = "_preprocessor"
 KERAS_FILE_NAME = "encoder.keras"
 CONFIG_ASSET = "albert_config.json"
 SPM_ASSET = "spm.model"
-
-
-@dataclasses.dataclass
-class ExportOptions:
-    """The flags of `python -m export.export_saved_model`; each field is the
-    argument of `export_from_checkpoint` of the same name."""
-
-    checkpoint: str = option(
-        None, "Checkpoint prefix, or a directory (its newest `ckpt-N`, else "
-        "`model.ckpt`), holding an AlbertPretrainer under the key `model`.",
-        required=True)
-    albert_config_file: str = option(
-        None, "The model's albert_config.json.", required=True)
-    spm_model_file: str = option(
-        None, "The SentencePiece model the model was trained with.",
-        required=True)
-    export_dir: str = option(
-        None, "TF Serving base folder (the model server's --model_base_path "
-        "without the model name).", required=True)
-    model_name: str = option(
-        "albert", "Name of the text-in model; the encoder and the "
-        "preprocessor get `_encoder` and `_preprocessor` appended.")
-    version: Optional[int] = option(
-        None, "Version number; default: one more than the highest existing "
-        "version of the three models.")
-    max_seq_length: int = option(
-        128, "Sequence length of the text-in signatures and the "
-        "preprocessor's default; longer text is truncated.")
-    do_lower_case: bool = option(
-        True, "Lowercase the text (as the vocabulary was built).")
-    top_k: int = option(
-        5, "Predictions per mask returned by the fill_mask signature.")
-    save_keras: bool = option(
-        True, "Also save the encoder as `encoder.keras`.")
-    tf_serving_version: Optional[str] = option(
-        None, "Refuse the export unless this TF Serving release (e.g. 2.19) "
-        "links every op it uses; default: only record them "
-        "(<version>/assets.extra/ops.json) and log the oldest release that "
-        "can serve it. See export.serving_compat.")
-    serving_shape: str = option(
-        "dynamic", "Sequence length T of the text-in signatures: `dynamic` "
-        "pads each batch to its longest text, rounded up to a multiple of 8 "
-        "and capped at --max_seq_length; `fixed` always pads to "
-        "--max_seq_length (static shapes, for TPU serving and batching "
-        "servers).", choices=preprocessing.SERVING_SHAPES)
 
 
 def model_names(model_name):
@@ -142,6 +95,33 @@ def export_pretrainer(pretrainer, spm_model_proto, export_dir,
         export.serving_compat.UnsupportedOpsError: see `tf_serving_version`.
     """
     config = pretrainer.config
+    _check_arguments(config, spm_model_proto, max_seq_length, top_k,
+                     serving_shape)
+    names = model_names(model_name)
+    staged = layout.StagedExport(export_dir, names.values(), version)
+    try:
+        _write_models(staged, names, pretrainer, spm_model_proto,
+                      max_seq_length, do_lower_case, top_k, save_keras,
+                      serving_shape)
+        serving_compat.check_export(
+            {name: staged.path(name) for name in names.values()},
+            tf_serving_version)
+        final = staged.commit()
+    except BaseException:
+        staged.abort()
+        raise
+    paths = {key: final[name] for key, name in names.items()}
+    if save_keras:
+        paths["keras"] = os.path.join(paths["encoder"], KERAS_FILE_NAME)
+    logging.info("Exported version %d of %s", staged.version,
+                 ", ".join(names.values()))
+    return paths
+
+
+def _check_arguments(config, spm_model_proto, max_seq_length, top_k,
+                     serving_shape):
+    """Raises the errors `export_pretrainer` documents, before anything is
+    written."""
     sp_model = vocab.check_special_pieces(spm_model_proto)
     if sp_model.get_piece_size() > config.vocab_size:
         raise ValueError(
@@ -157,36 +137,25 @@ def export_pretrainer(pretrainer, spm_model_proto, export_dir,
         raise ValueError("top_k must be positive. Received: top_k=%r" % top_k)
     preprocessing.check_serving_shape(serving_shape)
 
-    names = model_names(model_name)
-    staged = layout.StagedExport(export_dir, names.values(), version)
-    try:
-        assets = _write_assets(os.path.join(staged.staging_dir, "_assets"),
-                               config, spm_model_proto)
-        preprocessor = preprocessing.TextPreprocessor(
-            spm_model_proto, max_seq_length, do_lower_case)
-        _save(*saved_models.build_serving_model(
-            pretrainer, preprocessor, top_k, assets, serving_shape),
-              staged.path(names["serving"]))
-        encoder_path = staged.path(names["encoder"])
-        _save(*saved_models.build_encoder_model(pretrainer.encoder, assets),
-              encoder_path)
-        if save_keras:
-            pretrainer.encoder.save(os.path.join(encoder_path, KERAS_FILE_NAME))
-        _save(*saved_models.build_preprocessor_model(preprocessor, assets),
-              staged.path(names["preprocessor"]))
-        serving_compat.check_export(
-            {name: staged.path(name) for name in names.values()},
-            tf_serving_version)
-        final = staged.commit()
-    except BaseException:
-        staged.abort()
-        raise
-    paths = {key: final[name] for key, name in names.items()}
+
+def _write_models(staged, names, pretrainer, spm_model_proto, max_seq_length,
+                  do_lower_case, top_k, save_keras, serving_shape):
+    """Writes the text-in model, the encoder (and its `.keras` file) and the
+    preprocessor into their staging folders, with the shared assets."""
+    assets = _write_assets(os.path.join(staged.staging_dir, "_assets"),
+                           pretrainer.config, spm_model_proto)
+    preprocessor = preprocessing.TextPreprocessor(
+        spm_model_proto, max_seq_length, do_lower_case)
+    _save(*saved_models.build_serving_model(
+        pretrainer, preprocessor, top_k, assets, serving_shape),
+          staged.path(names["serving"]))
+    encoder_path = staged.path(names["encoder"])
+    _save(*saved_models.build_encoder_model(pretrainer.encoder, assets),
+          encoder_path)
     if save_keras:
-        paths["keras"] = os.path.join(paths["encoder"], KERAS_FILE_NAME)
-    logging.info("Exported version %d of %s", staged.version,
-                 ", ".join(names.values()))
-    return paths
+        pretrainer.encoder.save(os.path.join(encoder_path, KERAS_FILE_NAME))
+    _save(*saved_models.build_preprocessor_model(preprocessor, assets),
+          staged.path(names["preprocessor"]))
 
 
 def export_from_checkpoint(checkpoint, albert_config_file, spm_model_file,

@@ -226,6 +226,42 @@ def _best_span(outputs, offset, length, max_answer_length):
     return (best // seq_length, best % seq_length, tf.reduce_max(pair, -1))
 
 
+def _context_pieces(preprocessor, words):
+    """The context's pieces `[B, (P)]` and the word (within its row) each
+    piece comes from, `[B, (P)]`, from the context's words `[B, (W)]`."""
+    pieces = preprocessor.tokenize(words.flat_values)  # [B*W, (P)]
+    flat_word = pieces.value_rowids()  # index into words.flat_values
+    row_start = tf.gather(words.row_starts(), words.value_rowids())
+    word_in_row = flat_word - tf.gather(row_start, flat_word)
+    flat = tf.RaggedTensor.from_row_splits(
+        pieces.values, tf.gather(pieces.row_splits, words.row_splits))
+    return flat, flat.with_flat_values(tf.cast(word_in_row, tf.int32))
+
+
+def _fit_beside_question(flat, piece_word, query, max_seq_length):
+    """Keeps the context pieces that fit beside the question in T (with
+    `[CLS]` and two `[SEP]`); returns them `[B, (P)]` and their words,
+    padded `[B, P]`."""
+    budget = max_seq_length - 3 - tf.cast(query.row_lengths(), tf.int32)
+    keep = tf.ragged.range(flat.row_lengths(), dtype=tf.int64) < \
+        tf.cast(budget, tf.int64)[:, None]
+    return (tf.ragged.boolean_mask(flat, keep),
+            tf.ragged.boolean_mask(piece_word, keep).to_tensor(0))
+
+
+def _span_text(context, word_starts, word_ends, piece_word, first_piece,
+               last_piece, found):
+    """The context's text from the word of `first_piece` to the word of
+    `last_piece` (context piece indices `[B]`), or "" where not `found`."""
+    first_word = tf.gather(piece_word, tf.maximum(first_piece, 0),
+                           batch_dims=1)
+    last_word = tf.gather(piece_word, tf.maximum(last_piece, 0), batch_dims=1)
+    begin = tf.gather(word_starts.to_tensor(0), first_word, batch_dims=1)
+    finish = tf.gather(word_ends.to_tensor(0), last_word, batch_dims=1)
+    return tf.where(
+        found, tf.strings.substr(context, begin, finish - begin), "")
+
+
 def export_span_extractor(model, spm_model_file, export_dir,
                           max_seq_length=384, max_query_length=64,
                           max_answer_length=30, do_lower_case=True,
@@ -269,20 +305,8 @@ def export_span_extractor(model, spm_model_file, export_dir,
         query = preprocessor.tokenize(question)[:, :max_query_length]
         words, word_starts, word_ends = words_tokenizer.tokenize_with_offsets(
             context)  # [B, (W)], byte offsets
-        pieces = preprocessor.tokenize(words.flat_values)  # [B*W, (P)]
-        # Word (within its row) of every context piece.
-        flat_word = pieces.value_rowids()  # index into words.flat_values
-        row_start = tf.gather(words.row_starts(), words.value_rowids())
-        word_in_row = flat_word - tf.gather(row_start, flat_word)
-        flat = tf.RaggedTensor.from_row_splits(
-            pieces.values, tf.gather(pieces.row_splits, words.row_splits))
-        piece_word = flat.with_flat_values(tf.cast(word_in_row, tf.int32))
-        # Keep the context pieces that fit beside the question.
-        budget = max_seq_length - 3 - tf.cast(query.row_lengths(), tf.int32)
-        keep = tf.ragged.range(flat.row_lengths(), dtype=tf.int64) < \
-            tf.cast(budget, tf.int64)[:, None]
-        flat = tf.ragged.boolean_mask(flat, keep)
-        piece_word = tf.ragged.boolean_mask(piece_word, keep).to_tensor(0)
+        flat, piece_word = _fit_beside_question(
+            *_context_pieces(preprocessor, words), query, max_seq_length)
         inputs = preprocessor.pack(query, flat, pad_to_longest=dynamic)
         outputs = (saved_models.run_by_length(run_model, inputs) if dynamic
                    else run_model(inputs))
@@ -290,15 +314,9 @@ def export_span_extractor(model, spm_model_file, export_dir,
         length = tf.cast(flat.row_lengths(), tf.int32)
         s_pos, e_pos, score = _best_span(
             outputs, offset, length, max_answer_length)
-        first_word = tf.gather(piece_word, tf.maximum(s_pos - offset, 0),
-                               batch_dims=1)
-        last_word = tf.gather(piece_word, tf.maximum(e_pos - offset, 0),
-                              batch_dims=1)
-        begin = tf.gather(word_starts.to_tensor(0), first_word, batch_dims=1)
-        finish = tf.gather(word_ends.to_tensor(0), last_word, batch_dims=1)
         found = (score > _VERY_LOW / 2) & (length > 0)
-        answer = tf.where(
-            found, tf.strings.substr(context, begin, finish - begin), "")
+        answer = _span_text(context, word_starts, word_ends, piece_word,
+                            s_pos - offset, e_pos - offset, found)
         result = {"answer": answer, "score": score}
         if "no_answer_logits" in outputs:
             result["no_answer_probability"] = tf.sigmoid(

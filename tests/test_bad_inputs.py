@@ -176,7 +176,7 @@ CASES = [
         r"run_pretraining: error: Training diverged at step \d+: .*ckpt-4, "
         r"is kept"),
     Case("predict without test.tsv", lambda w: ([
-        "albert_tf.run_classifier", "--task_name=MRPC",
+        "albert_apps.run_classifier", "--task_name=MRPC",
         f"--data_dir={w['glue']['mrpc']}", f"--init_checkpoint={w['model']}",
         f"--output_dir={w['root']}/mrpc", "--do_train", "--do_predict",
         "--max_seq_length=24", "--train_batch_size=2", "--train_step=2"],

@@ -16,8 +16,8 @@ from albert_tf.tasks import runners
 from albert_tf.training.pretraining import PretrainingOptions
 
 # Every program of the project (their flags are defined only when run).
-PROGRAMS = ("albert_tf.run_pretraining", "albert_tf.run_classifier",
-            "albert_tf.run_squad", "albert_tf.run_race",
+PROGRAMS = ("albert_tf.run_pretraining", "albert_apps.run_classifier",
+            "albert_apps.run_squad", "albert_tf.run_race",
             "albert_tf.convert_checkpoint", "albert_apps.quickstart",
             "data_prep.build_vocab", "data_prep.create_pretraining_data",
             "export.export_saved_model")
@@ -101,8 +101,8 @@ def test_every_program_imports_in_one_process_defining_no_flags():
 
 
 @pytest.mark.parametrize("module,flag", [
-    ("albert_tf.run_classifier", "task_name"),
-    ("albert_tf.run_squad", "version_2_with_negative"),
+    ("albert_apps.run_classifier", "task_name"),
+    ("albert_apps.run_squad", "version_2_with_negative"),
     ("albert_tf.run_race", "max_qa_length"),
     ("albert_tf.run_pretraining", "max_predictions_per_seq"),
 ])
@@ -111,3 +111,50 @@ def test_each_job_lists_its_own_and_the_common_flags(module, flag):
                           capture_output=True, text=True, timeout=300)
     for name in (flag, "output_dir", "do_train", "jit_compile", "seed"):
         assert re.search(r"^  --(\[no\])?%s:" % name, done.stdout, re.M), name
+
+
+def _imported_modules(importtime_log):
+    """Module names from `python -X importtime` output."""
+    return [line.rsplit("|", 1)[-1].strip()
+            for line in importtime_log.splitlines()
+            if line.startswith("import time:") and "|" in line]
+
+
+@pytest.mark.parametrize("module", PROGRAMS)
+def test_help_answers_without_importing_tensorflow(module):
+    """`--help` lists the flags from the options dataclass alone: no
+    TensorFlow (or Keras) is imported, so it answers at once and prints no
+    CUDA start-up lines."""
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", module,
+                           "--help"], capture_output=True, text=True,
+                          timeout=120)
+    assert re.search(r"^  --", done.stdout, re.M), done.stdout[-2000:]
+    heavy = [name for name in _imported_modules(done.stderr)
+             if name.split(".")[0] in ("tensorflow", "keras", "tf_keras")]
+    assert heavy == [], heavy[:5]
+
+
+def test_the_flag_choices_are_the_library_values():
+    """The TensorFlow-free options modules spell out values the library
+    defines again beside its TensorFlow code."""
+    from albert_tf.layers import preprocessing
+    from albert_tf.training import distribute, optimization
+    from albert_tf.training import options as training_options
+    from export import options as export_options
+
+    assert export_options.SERVING_SHAPES == preprocessing.SERVING_SHAPES
+    assert distribute.STRATEGIES is training_options.STRATEGIES
+    assert optimization.OPTIMIZERS is training_options.OPTIMIZERS
+
+
+@pytest.mark.parametrize("old,new", [
+    ("albert_tf.run_classifier", "albert_apps.run_classifier"),
+    ("albert_tf.run_squad", "albert_apps.run_squad"),
+    ("albert_tf.quickstart", "albert_apps.quickstart"),
+])
+def test_a_moved_program_says_where_it_went(old, new):
+    done = subprocess.run([sys.executable, "-m", old, "--help"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert f"python -m {new}" in done.stderr
+    assert done.stdout == ""

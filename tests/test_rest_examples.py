@@ -1,4 +1,5 @@
-"""The README's REST payloads, pushed through the exported signatures."""
+"""The serving guide's REST payloads (docs/serving.md), pushed through the
+exported signatures."""
 
 import json
 import os
@@ -63,19 +64,18 @@ def test_left_out_text_b_is_the_signature_default(exported_albert,
             loaded=loaded_serving_model)
 
 
-def test_readme_section_is_rendered_from_the_examples():
+def test_serving_guide_is_rendered_from_the_examples():
     text = rest_examples.render_markdown()
     assert "docker run" in text and "tensorflow/serving" in text
     assert "MODEL_NAME=albert" in text and "target=/models/albert" in text
     for example in rest_examples.EXAMPLES:
         assert json.dumps(example.request, ensure_ascii=False) in text
-    # When the README carries the section, it carries these exact payloads.
-    readme = os.path.join(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))), "README.md")
-    if os.path.exists(readme):
-        with open(readme, encoding="utf-8") as f:
-            content = f.read()
-        if "v1/models/albert:predict" in content:
-            for example in rest_examples.EXAMPLES:
-                assert json.dumps(example.request,
-                                  ensure_ascii=False) in content, example.title
+    # The guide carries the section's exact payloads.
+    guide = os.path.join(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))), "docs", "serving.md")
+    with open(guide, encoding="utf-8") as f:
+        content = f.read()
+    assert "v1/models/albert:predict" in content
+    for example in rest_examples.EXAMPLES:
+        assert json.dumps(example.request,
+                          ensure_ascii=False) in content, example.title

@@ -12,7 +12,8 @@ import pytest
 
 from albert_tf import AlbertConfig, AlbertPretrainer
 from albert_tf.training import checkpoint as checkpoint_lib
-from albert_tf.cli import run_classifier, run_race, run_squad
+from albert_apps import run_squad
+from albert_tf.cli import run_race
 from albert_tf.tasks import runners
 from albert_tf.training import results
 from tests import tasks_testdata
@@ -51,7 +52,7 @@ def test_run_classifier_cli_export_serves_raw_text(model_dir, tmp_path):
             "--do_train", "--do_eval", "--do_predict", "--max_seq_length=24",
             f"--export_dir={serving}"] + [f"--{k}={v}" for k, v in FAST.items()]
     env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run([sys.executable, "-m", "albert_tf.run_classifier",
+    done = subprocess.run([sys.executable, "-m", "albert_apps.run_classifier",
                            *args], capture_output=True, text=True, env=env,
                           timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -155,9 +156,9 @@ def test_run_squad_v1_trains_evaluates_and_predicts(model_dir, tmp_path):
             "--doc_stride=16", "--max_query_length=12"] + [
                 f"--{k}={v}" for k, v in FAST.items()]
     env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run([sys.executable, "-m", "albert_tf.run_squad", *args],
-                          capture_output=True, text=True, env=env, timeout=300,
-                          cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "albert_apps.run_squad", *args],
+        capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     evaluated = results.read_eval_results(os.path.join(out, "eval_results.txt"))
     assert [r["global_step"] for r in evaluated] == [2, 4]

@@ -12,8 +12,8 @@ from export import serving_compat
 # Exports a classifier and a span extractor (about 20 s on 2 cores).
 pytestmark = pytest.mark.slow
 
-_README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__))), "README.md")
+_GUIDE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))), "docs", "serving.md")
 
 
 def _without(table, op, release="2.19"):
@@ -164,9 +164,10 @@ def test_readme_table_is_rendered_from_the_table_and_exports(all_models):
     for version in serving_compat.known_versions():
         assert "| %s |" % serving_compat.load_table()[
             "releases"][version]["tag"] in text
-    with open(_README, encoding="utf-8") as f:
+    with open(_GUIDE, encoding="utf-8") as f:
         assert text in f.read(), (
-            "README's TF Serving table is out of date; regenerate it with "
+            "docs/serving.md's TF Serving table is out of date; regenerate "
+            "it with "
             "python -m export.serving_compat on a fresh export:\n" + text)
 
 

@@ -1,7 +1,8 @@
-"""The TF Serving REST examples of the README, and a local stand-in server.
+"""The TF Serving REST examples of docs/serving.md, and a local stand-in
+server.
 
 `EXAMPLES` holds every documented request with the response it promises; the
-README section is rendered from them (`python -m tools.rest_examples` prints
+guide's section is rendered from them (`python -m tools.rest_examples` prints
 it), and the tests push the same requests through the exported signatures
 with `predict`, which maps JSON to tensors and back the way the model server's
 REST API does:
@@ -291,9 +292,9 @@ def check_response(response, expect, dims):
     check(response, expect, "response")
 
 
-# === README section ===
+# === The serving guide's section ===
 def render_markdown(model_name=MODEL_NAME, port=PORT):
-    """The README's serving section (commands and REST examples).
+    """The serving guide's section (commands and REST examples).
 
     Args:
         model_name: the exported model name.

@@ -1,12 +1,17 @@
-"""Command-line programs. Each defines its flags only when run (from its
-options dataclass) and calls one library function; `run_training_program`
-is what the training programs share."""
+"""The library's command-line programs (those that need no `export/`).
+
+Each defines its flags only when run (from its options dataclass, in a
+module that imports no TensorFlow, so `--help` answers at once) and calls
+one library function, importing the library there; `run_training_program`
+is what the training programs share (the fine-tuning programs that export,
+`albert_apps.run_classifier` and `albert_apps.run_squad`, use it too).
+"""
 
 from absl import logging
 
 from data_prep import options as options_lib
 
-from albert_tf.training.trainer import TrainingDivergedError
+from albert_tf.training.options import TrainingDivergedError
 
 
 def log_report(report, keys):

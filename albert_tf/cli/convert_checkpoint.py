@@ -13,7 +13,7 @@ preset (`keras_hub`). Targets: `albert_tf` (default; ready for
 
 The output directory is written whole or not at all, and holds
 `conversion_report.txt`, the fate of every source tensor. The flags are the
-fields of `albert_tf.convert.pretrained.ConvertOptions`; the work is done by
+fields of `albert_tf.convert.options.ConvertOptions`; the work is done by
 `albert_tf.convert.pretrained.convert_checkpoint`.
 """
 
@@ -21,11 +21,11 @@ from absl import logging
 
 from data_prep import options as options_lib
 
-from albert_tf.convert import pretrained
+from albert_tf.convert.options import ConvertOptions
 
 
 def convert(options):
-    """Converts as `options` (a `pretrained.ConvertOptions`) say.
+    """Converts as `options` (a `ConvertOptions`) say.
 
     Returns:
         The `ConversionReport` (its counts are logged).
@@ -33,6 +33,7 @@ def convert(options):
     Raises:
         ValueError, OSError: bad inputs (nothing is written).
     """
+    from albert_tf.convert import pretrained  # pylint: disable=import-outside-toplevel
     try:
         report = pretrained.convert_checkpoint(
             options.input, options.output_dir, source=options.source,
@@ -51,7 +52,7 @@ def convert(options):
 
 def main(argv=None):
     logging.set_verbosity(logging.INFO)
-    options_lib.run(pretrained.ConvertOptions, convert, argv, doc=__doc__)
+    options_lib.run(ConvertOptions, convert, argv, doc=__doc__)
 
 
 if __name__ == "__main__":

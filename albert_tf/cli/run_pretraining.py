@@ -3,7 +3,7 @@
 Flags keep the official `run_pretraining.py` names; `--strategy`, `--dtype`,
 `--gradient_accumulation_steps`, `--preset`, `--dynamic_masking` and
 `--max_train_seconds` are this project's. The flags are the fields of
-`albert_tf.training.pretraining.PretrainingOptions`; the work is done by
+`albert_tf.training.options.PretrainingOptions`; the work is done by
 `albert_tf.training.pretraining.run_pretraining`.
 
 Example (CPU, tiny model):
@@ -17,11 +17,12 @@ Example (CPU, tiny model):
 from absl import logging
 
 from albert_tf import cli
-from albert_tf.training import pretraining
+from albert_tf.training.options import PretrainingOptions
 
 
 def run(options):
     """Runs pretraining under the strategy the options name; logs results."""
+    from albert_tf.training import pretraining  # pylint: disable=import-outside-toplevel
     report = pretraining.run_pretraining(options, options.make_strategy())
     for result in report.get("eval_results", []):
         logging.info("eval %s", result)
@@ -29,8 +30,7 @@ def run(options):
 
 
 def main(argv=None):
-    cli.run_training_program(pretraining.PretrainingOptions, run, __doc__,
-                             argv)
+    cli.run_training_program(PretrainingOptions, run, __doc__, argv)
 
 
 if __name__ == "__main__":

@@ -12,20 +12,20 @@ checkpoint on dev (accuracy) and keeps the best; `--do_predict` writes
 `predictions.json` for test (and its accuracy when the files hold answers).
 """
 
-
 from albert_tf import cli
-from albert_tf.tasks import runners
+from albert_tf.tasks.options import RaceOptions
 
 
 def run(options, strategy=None):
     """Fine-tunes and predicts as `options` say; returns the report."""
+    from albert_tf.tasks import runners  # pylint: disable=import-outside-toplevel
     _, report = runners.run_race(options, strategy or options.make_strategy())
     cli.log_report(report, ("best", "predictions", "test_accuracy"))
     return report
 
 
 def main(argv=None):
-    cli.run_training_program(runners.RaceOptions, run, __doc__, argv)
+    cli.run_training_program(RaceOptions, run, __doc__, argv)
 
 
 if __name__ == "__main__":

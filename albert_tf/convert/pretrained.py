@@ -15,44 +15,20 @@ flags of `python -m albert_tf.convert_checkpoint` (the arguments of
 `convert_checkpoint`).
 """
 
-import dataclasses
 import logging
 import os
 
 import tensorflow as tf
-
-from data_prep.options import option
 
 from albert_tf.training import checkpoint
 from albert_tf.convert import core
 from albert_tf.convert import huggingface
 from albert_tf.convert import keras_hub
 from albert_tf.convert import tf1
+from albert_tf.convert.options import ConvertOptions  # pylint: disable=unused-import
+from albert_tf.convert.options import FORMATS
+from albert_tf.convert.options import TARGETS
 from albert_tf.models.pretrainer import AlbertPretrainer
-
-FORMATS = ("albert_tf", "tf1", "huggingface", "keras_hub")
-TARGETS = ("albert_tf", "tf1", "huggingface")
-
-
-@dataclasses.dataclass
-class ConvertOptions:
-    """The flags of `python -m albert_tf.convert_checkpoint`; see
-    `convert_checkpoint` for what each means."""
-
-    source: str = option(
-        None, "Format of --input; detected from its files when not given.",
-        choices=FORMATS)
-    input: str = option(
-        None, "Input directory (or TF1 checkpoint prefix).", required=True)
-    output_dir: str = option(
-        None, "Local directory to create with the converted model.",
-        required=True)
-    target: str = option("albert_tf", "Format to write.", choices=TARGETS)
-    config_file: str = option(
-        None, "albert_config.json for a TF1 checkpoint that has none next to "
-        "it (TF-Hub modules).")
-    overwrite: bool = option(
-        False, "Replace --output_dir if it is not empty.")
 
 
 def detect_format(path):

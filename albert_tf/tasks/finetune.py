@@ -1,6 +1,7 @@
 """Fine-tuning as a task of the one `Trainer`.
 
-`FinetuneOptions` holds the flags every fine-tuning job shares (the official
+`FinetuneOptions` (in `albert_tf.tasks.options`, with each job's options;
+no TensorFlow there) holds the flags every fine-tuning job shares (the official
 `run_classifier.py` / `run_squad*.py` / `run_race.py` names: `train_step`,
 `warmup_step`, ...). `FinetuningTask` tells the `Trainer` the task model (a
 head on the pretrained encoder), the training arrays and the loss: the mean
@@ -14,21 +15,19 @@ weights in the model for prediction and export.
 Shape legend: B batch, K choices, T length.
 """
 
-import dataclasses
 import os
 
 from absl import logging
 import keras
 import tensorflow as tf
 
-from data_prep.options import option
-
 from albert_tf.config import AlbertConfig
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import results as results_lib
-from albert_tf.training.options import DTYPES, TrainingOptions
+from albert_tf.tasks.options import FinetuneOptions  # pylint: disable=unused-import
+from albert_tf.training.options import DTYPES
 from albert_tf.training.task import TrainingTask
 from albert_tf.training.trainer import Trainer
 
@@ -117,72 +116,6 @@ def span_loss(outputs, labels):
 
 # Multiple choice: cross-entropy of the softmax across the K choices.
 multiple_choice_loss = classification_loss
-
-
-@dataclasses.dataclass
-class FinetuneOptions(TrainingOptions):
-    """The options every fine-tuning job has (the shared flags)."""
-
-    albert_config_file: str = option(
-        None, "albert_config.json; default: the one in --init_checkpoint's "
-        "directory.")
-    spm_model_file: str = option(
-        None, "SentencePiece model; default: spm.model in --init_checkpoint's "
-        "directory.")
-    do_lower_case: bool = option(True, "Lowercase the text.")
-    max_seq_length: int = option(128, "T: longer inputs are truncated.")
-    predict_batch_size: int = option(8, "Prediction batch.")
-    train_step: int = option(1000, "Optimizer steps.")
-    warmup_step: int = option(200, "Linear warmup steps.")
-    dropout: float = option(0.1, "Dropout before the head.")
-    do_predict: bool = option(False, "Write predictions for the test data.")
-
-    _STEPS_FIELD = "train_step"
-    _WARMUP_FIELD = "warmup_step"
-
-    def validate(self, num_replicas=1):
-        super().validate(num_replicas)
-        if not (self.do_train or self.do_eval or self.do_predict
-                or getattr(self, "export_dir", None)):
-            raise ValueError("Nothing to do: pass --do_train, --do_eval, "
-                             "--do_predict or --export_dir. Received: none")
-        if self.predict_batch_size % num_replicas:
-            raise ValueError(
-                f"predict_batch_size must be divisible by the {num_replicas} "
-                f"replicas. Received: {self.predict_batch_size}")
-
-    def spm_path(self):
-        """The SentencePiece model: `spm_model_file`, else `spm.model` in the
-        `init_checkpoint` directory."""
-        if self.spm_model_file:
-            return self.spm_model_file
-        if self.init_checkpoint:
-            candidate = os.path.join(_folder(self.init_checkpoint),
-                                     checkpoint_lib.SPM_NAME)
-            if tf.io.gfile.exists(candidate):
-                return candidate
-        raise ValueError("A SentencePiece model is needed: pass "
-                         "--spm_model_file or an --init_checkpoint directory "
-                         f"holding {checkpoint_lib.SPM_NAME}. Received: neither")
-
-    def encoder(self, dtype):
-        """The encoder to fine-tune, under the dtype policy `dtype`.
-
-        Raises:
-            ValueError: `max_seq_length` is longer than its position table.
-        """
-        encoder = load_encoder(self.init_checkpoint, self.albert_config_file,
-                               dtype)
-        positions = encoder.config.max_position_embeddings
-        if self.max_seq_length > positions:
-            raise ValueError(f"max_seq_length={self.max_seq_length} is longer "
-                             "than the encoder's max_position_embeddings="
-                             f"{positions}")
-        return encoder
-
-
-def _folder(path):
-    return path if tf.io.gfile.isdir(path) else os.path.dirname(path)
 
 
 class FinetuningTask(TrainingTask):

@@ -1,23 +1,24 @@
-"""Fine-tuning jobs, one options dataclass and one function per benchmark.
+"""Fine-tuning jobs, one function per benchmark (their options dataclasses
+are in `albert_tf.tasks.options`).
 
 Each job reads every input it will need first (so a missing test file fails
 before training, not after), builds the task model on the (pretrained)
 encoder, runs it through `finetune.run_finetuning` (the one `Trainer`), and
 writes the benchmark's submission file with `do_predict`. It returns
 `(trainer, report)`; the trained model is `trainer.model`. Exporting a
-text-in SavedModel (`export_dir`) is done by the programs in
-`albert_tf.cli`, which sit above `export/`.
+text-in SavedModel (`export_dir`) is done by the programs
+`albert_apps.run_classifier` and `albert_apps.run_squad`, which sit above
+`export/`.
 """
-
-import dataclasses
 
 from absl import logging
 import numpy as np
 
-from data_prep.options import option
-
 from albert_tf.models import task_models
 from albert_tf.tasks import finetune, glue, metrics, race, squad
+from albert_tf.tasks.options import ClassifierOptions  # pylint: disable=unused-import
+from albert_tf.tasks.options import RaceOptions  # pylint: disable=unused-import
+from albert_tf.tasks.options import SquadOptions  # pylint: disable=unused-import
 from albert_tf.tasks.tokenization import Tokenizer
 
 
@@ -30,18 +31,6 @@ def _read_splits(options, features):
 
 
 # === GLUE ===
-
-@dataclasses.dataclass
-class ClassifierOptions(finetune.FinetuneOptions):
-    """`python -m albert_tf.run_classifier`'s flags."""
-
-    task_name: str = option(
-        None, "GLUE task: cola, sst-2, mrpc, sts-b, qqp, mnli, mnli-mm "
-        "(mismnli), qnli, rte, wnli.", required=True)
-    data_dir: str = option(None, "The task's folder of TSV files.",
-                           required=True)
-    export_dir: str = option(None, "Write a text-in SavedModel here.")
-
 
 def run_classifier(options, strategy=None):
     """Fine-tunes on a GLUE task folder (train.tsv, dev.tsv, test.tsv)."""
@@ -84,34 +73,6 @@ def run_classifier(options, strategy=None):
 
 
 # === SQuAD ===
-
-@dataclasses.dataclass
-class SquadOptions(finetune.FinetuneOptions):
-    """`python -m albert_tf.run_squad`'s flags."""
-
-    train_file: str = option(None, "SQuAD JSON for training.")
-    predict_file: str = option(
-        None, "SQuAD JSON to evaluate (with answers) and predict.")
-    version_2_with_negative: bool = option(
-        False, "SQuAD v2.0: questions may have no answer.")
-    max_seq_length: int = option(384, "T: question + window of the context.")
-    learning_rate: float = option(5e-5, "Peak learning rate.")
-    doc_stride: int = option(128, "Pieces between window starts.")
-    max_query_length: int = option(64, "Longer questions are truncated.")
-    n_best_size: int = option(20, "Start/end candidates per window.")
-    max_answer_length: int = option(30, "Longest answer, in pieces.")
-    na_prob_threshold: float = option(
-        0.5, "v2.0: answer nothing above this no-answer probability.")
-    export_dir: str = option(None, "Write a text-in SavedModel here.")
-
-    def validate(self, num_replicas=1):
-        super().validate(num_replicas)
-        if self.do_train and not self.train_file:
-            raise ValueError("--do_train needs --train_file. Received: none")
-        if (self.do_eval or self.do_predict) and not self.predict_file:
-            raise ValueError("--do_eval and --do_predict need --predict_file. "
-                             "Received: none")
-
 
 def run_squad(options, strategy=None):
     """Fine-tunes on SQuAD v1.1 or v2.0 JSON files.
@@ -177,18 +138,6 @@ def run_squad(options, strategy=None):
 
 
 # === RACE ===
-
-@dataclasses.dataclass
-class RaceOptions(finetune.FinetuneOptions):
-    """`python -m albert_tf.run_race`'s flags."""
-
-    data_dir: str = option(None, "The RACE folder (train/, dev/, test/).",
-                           required=True)
-    max_seq_length: int = option(512, "T of each (passage, question + "
-                                 "option) sequence.")
-    max_qa_length: int = option(128, "Longest question + option, in pieces.")
-    num_choices: int = option(4, "Options per question.")
-
 
 def run_race(options, strategy=None):
     """Fine-tunes on a RACE folder (`train/`, `dev/`, `test/`).

@@ -7,7 +7,7 @@ MirroredStrategy over every local GPU, else a OneDeviceStrategy on the CPU.
 from absl import logging
 import tensorflow as tf
 
-STRATEGIES = ("tpu", "multi_worker", "mirrored", "one_device")
+from albert_tf.training.options import STRATEGIES
 
 
 def resolve_tpu(tpu, tpu_zone=None, gcp_project=None):

@@ -25,9 +25,10 @@ import re
 import keras
 import tensorflow as tf
 
+from albert_tf.training.options import OPTIMIZERS
+
 CLIP_NORM = 1.0
 DEFAULT_EXCLUSIONS = ("LayerNorm", "layer_norm", "bias")
-OPTIMIZERS = ("lamb", "adamw")
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")

@@ -7,6 +7,11 @@ a field again, and says which of its fields count the optimizer steps
 (`num_steps`, `num_warmup`): the official pretraining script calls them
 `num_train_steps` / `num_warmup_steps`, the official fine-tuning scripts
 `train_step` / `warmup_step`.
+
+`PretrainingOptions` (the flags of `python -m albert_tf.run_pretraining`)
+is here too. This module imports no TensorFlow, so a program reads its
+flags (and answers `--help`) before TensorFlow loads; the methods that need
+the library import it when called.
 """
 
 import dataclasses
@@ -14,12 +19,22 @@ from typing import Optional
 
 from data_prep.options import option
 
-from albert_tf.training import compile_choice
-from albert_tf.training import distribute
-from albert_tf.training import optimization
+from albert_tf.config import AlbertConfig, PRESETS
 
 # --dtype -> Keras dtype policy (None: float32 throughout).
 DTYPES = {"float32": None, "bfloat16": "mixed_bfloat16"}
+# --optimizer (`optimization.create_optimizer`) and --strategy
+# (`distribute.get_strategy`).
+OPTIMIZERS = ("lamb", "adamw")
+STRATEGIES = ("tpu", "multi_worker", "mirrored", "one_device")
+
+
+class TrainingDivergedError(RuntimeError):
+    """The loss or the weights became NaN or infinite.
+
+    Raised by the `Trainer`; defined here so that the programs name it (one
+    line, not a traceback) without importing the training code first.
+    """
 
 
 @dataclasses.dataclass
@@ -35,7 +50,7 @@ class TrainingOptions:
     eval_batch_size: int = option(8, "Global evaluation batch.")
     learning_rate: float = option(1e-5, "Peak learning rate.")
     optimizer: str = option("adamw", "Optimizer (official LAMB or AdamW).",
-                            choices=optimization.OPTIMIZERS)
+                            choices=OPTIMIZERS)
     poly_power: float = option(1.0, "Power of the learning-rate decay.")
     save_checkpoints_steps: int = option(1000, "Steps between checkpoints.")
     keep_checkpoint_max: int = option(
@@ -66,7 +81,7 @@ class TrainingOptions:
     strategy: str = option(
         None, "Distribution strategy; default: tpu if --tpu is set, else "
         "mirrored over the local GPUs, else one CPU device.",
-        choices=distribute.STRATEGIES)
+        choices=STRATEGIES)
     tpu: str = option(None, "TPU name or address; 'local' on a TPU VM.")
     tpu_zone: str = option(None, "GCE zone of the TPU.")
     gcp_project: str = option(None, "GCP project of the TPU.")
@@ -85,6 +100,7 @@ class TrainingOptions:
 
     def make_strategy(self):
         """The `tf.distribute.Strategy` the strategy fields describe."""
+        from albert_tf.training import distribute  # pylint: disable=import-outside-toplevel
         return distribute.get_strategy(
             self.strategy, tpu=self.tpu, tpu_zone=self.tpu_zone,
             gcp_project=self.gcp_project)
@@ -97,10 +113,10 @@ class TrainingOptions:
         if self.dtype not in tuple(DTYPES) + ("auto",):
             raise ValueError(f"dtype must be one of {sorted(DTYPES)} or auto. "
                              f"Received: dtype={self.dtype!r}")
+        from albert_tf.training import compile_choice  # pylint: disable=import-outside-toplevel
         compile_choice.parse(self.jit_compile)
-        if self.optimizer not in optimization.OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of "
-                             f"{optimization.OPTIMIZERS}. "
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {OPTIMIZERS}. "
                              f"Received: optimizer={self.optimizer!r}")
         positive = (self._STEPS_FIELD, "train_batch_size", "eval_batch_size",
                     "save_checkpoints_steps", "iterations_per_loop",
@@ -125,3 +141,74 @@ class TrainingOptions:
             raise ValueError(
                 f"eval_batch_size must be divisible by the {num_replicas} "
                 f"replicas. Received: eval_batch_size={self.eval_batch_size}")
+
+
+@dataclasses.dataclass
+class PretrainingOptions(TrainingOptions):
+    """Everything a pretraining run needs; the fields are the CLI's flags.
+
+    `config` (an `AlbertConfig`) may be given directly by library callers;
+    otherwise `albert_config_file` or `preset` names it.
+    """
+
+    input_file: str = option(
+        None, "TFRecord files: comma-separated paths or globs (gs:// too).",
+        required=True)
+    config: AlbertConfig = None
+    albert_config_file: str = option(
+        None, "An albert_config.json (official or this project's).")
+    preset: str = option(None, "A named configuration instead of "
+                         "--albert_config_file.", choices=tuple(sorted(PRESETS)))
+    eval_input_file: str = option(
+        None, "Evaluation records (default: --input_file).")
+    train_batch_size: int = option(4096, "Global batch per optimizer step.")
+    eval_batch_size: int = option(64, "Global evaluation batch.")
+    max_seq_length: int = option(512, "L of the records.")
+    max_predictions_per_seq: int = option(20, "P of the records.")
+    num_train_steps: int = option(125000, "Optimizer steps.")
+    num_warmup_steps: int = option(3125, "Linear warmup steps.")
+    learning_rate: float = option(0.00176, "Peak learning rate.")
+    optimizer: str = option("lamb", "Optimizer (official LAMB or AdamW).",
+                            choices=("lamb", "adamw"))
+    save_checkpoints_steps: int = option(5000, "Steps between checkpoints.")
+    iterations_per_loop: int = option(
+        1000, "Steps per compiled call (and per progress line).")
+    do_train: bool = option(True, "Train.")
+    max_eval_steps: int = option(100, "Evaluation batches per checkpoint.")
+    dynamic_masking: bool = option(
+        False, "Records carry no masks: mask afresh each epoch.")
+    masked_lm_prob: float = option(0.15, "Masking rate for --dynamic_masking.")
+    skip_corrupt_records: bool = option(
+        False, "On a corrupted or truncated record, skip (and log) the rest "
+        "of its file instead of stopping.")
+
+    def resolved_config(self):
+        """The `AlbertConfig`: `config`, else `albert_config_file`, else
+        `preset` (exactly one must be given)."""
+        given = [name for name in ("config", "albert_config_file", "preset")
+                 if getattr(self, name)]
+        if len(given) != 1:
+            raise ValueError("Give exactly one of --albert_config_file and "
+                             f"--preset. Received: {given or 'neither'}")
+        if self.config is not None:
+            return self.config
+        if self.preset:
+            return AlbertConfig.from_preset(self.preset)
+        return AlbertConfig.from_json_file(self.albert_config_file)
+
+    def validate(self, num_replicas=1):
+        super().validate(num_replicas)
+        for name in ("max_seq_length", "max_predictions_per_seq",
+                     "max_eval_steps"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive. "
+                                 f"Received: {name}={getattr(self, name)}")
+        if not self.do_train and not self.do_eval:
+            raise ValueError("At least one of do_train and do_eval must be "
+                             "True. Received: neither")
+        config = self.resolved_config()
+        if self.max_seq_length > config.max_position_embeddings:
+            raise ValueError(
+                f"max_seq_length={self.max_seq_length} is longer than the "
+                f"model's max_position_embeddings="
+                f"{config.max_position_embeddings}")

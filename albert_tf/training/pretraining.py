@@ -1,7 +1,8 @@
 """Pretraining (MLM + SOP) as a task of the `Trainer`.
 
-`PretrainingOptions` holds the flags of `python -m albert_tf.run_pretraining`
-(the official names and defaults; `--dtype`, `--gradient_accumulation_steps`,
+`PretrainingOptions` (defined in `albert_tf.training.options`, which imports
+no TensorFlow) holds the flags of `python -m albert_tf.run_pretraining` (the
+official names and defaults; `--dtype`, `--gradient_accumulation_steps`,
 `--preset`, `--dynamic_masking` and a few more are this project's).
 `PretrainingTask` tells the `Trainer` the model (`AlbertPretrainer`), the
 data (`input_pipeline.pretraining_dataset`) and the loss: the official
@@ -10,25 +11,22 @@ data (`input_pipeline.pretraining_dataset`) and the loss: the official
 global batch exactly. `run_pretraining` is the program's library entry.
 """
 
-import dataclasses
 import os
 
 from absl import logging
 import keras
 import tensorflow as tf
 
-from data_prep.options import option
-
-from albert_tf.config import AlbertConfig, PRESETS
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import input_pipeline
 from albert_tf.training import losses
 from albert_tf.training import results as results_lib
-from albert_tf.training.options import TrainingOptions
+from albert_tf.training.options import PretrainingOptions
+from albert_tf.training.options import TrainingDivergedError
 from albert_tf.training.task import TrainingTask
-from albert_tf.training.trainer import Trainer, TrainingDivergedError
+from albert_tf.training.trainer import Trainer
 
 # Names other code reads these by (the one results format).
 BEST_DIR = results_lib.BEST_DIR
@@ -38,77 +36,6 @@ MODEL_INPUTS = INPUT_NAMES + ("masked_lm_positions",)
 
 __all__ = ["BEST_DIR", "EVAL_RESULTS", "PretrainingOptions", "PretrainingTask",
            "TrainingDivergedError", "read_eval_results", "run_pretraining"]
-
-
-@dataclasses.dataclass
-class PretrainingOptions(TrainingOptions):
-    """Everything a pretraining run needs; the fields are the CLI's flags.
-
-    `config` (an `AlbertConfig`) may be given directly by library callers;
-    otherwise `albert_config_file` or `preset` names it.
-    """
-
-    input_file: str = option(
-        None, "TFRecord files: comma-separated paths or globs (gs:// too).",
-        required=True)
-    config: AlbertConfig = None
-    albert_config_file: str = option(
-        None, "An albert_config.json (official or this project's).")
-    preset: str = option(None, "A named configuration instead of "
-                         "--albert_config_file.", choices=tuple(sorted(PRESETS)))
-    eval_input_file: str = option(
-        None, "Evaluation records (default: --input_file).")
-    train_batch_size: int = option(4096, "Global batch per optimizer step.")
-    eval_batch_size: int = option(64, "Global evaluation batch.")
-    max_seq_length: int = option(512, "L of the records.")
-    max_predictions_per_seq: int = option(20, "P of the records.")
-    num_train_steps: int = option(125000, "Optimizer steps.")
-    num_warmup_steps: int = option(3125, "Linear warmup steps.")
-    learning_rate: float = option(0.00176, "Peak learning rate.")
-    optimizer: str = option("lamb", "Optimizer (official LAMB or AdamW).",
-                            choices=("lamb", "adamw"))
-    save_checkpoints_steps: int = option(5000, "Steps between checkpoints.")
-    iterations_per_loop: int = option(
-        1000, "Steps per compiled call (and per progress line).")
-    do_train: bool = option(True, "Train.")
-    max_eval_steps: int = option(100, "Evaluation batches per checkpoint.")
-    dynamic_masking: bool = option(
-        False, "Records carry no masks: mask afresh each epoch.")
-    masked_lm_prob: float = option(0.15, "Masking rate for --dynamic_masking.")
-    skip_corrupt_records: bool = option(
-        False, "On a corrupted or truncated record, skip (and log) the rest "
-        "of its file instead of stopping.")
-
-    def resolved_config(self):
-        """The `AlbertConfig`: `config`, else `albert_config_file`, else
-        `preset` (exactly one must be given)."""
-        given = [name for name in ("config", "albert_config_file", "preset")
-                 if getattr(self, name)]
-        if len(given) != 1:
-            raise ValueError("Give exactly one of --albert_config_file and "
-                             f"--preset. Received: {given or 'neither'}")
-        if self.config is not None:
-            return self.config
-        if self.preset:
-            return AlbertConfig.from_preset(self.preset)
-        return AlbertConfig.from_json_file(self.albert_config_file)
-
-    def validate(self, num_replicas=1):
-        super().validate(num_replicas)
-        for name in ("max_seq_length", "max_predictions_per_seq",
-                     "max_eval_steps"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive. "
-                                 f"Received: {name}={getattr(self, name)}")
-        if not self.do_train and not self.do_eval:
-            raise ValueError("At least one of do_train and do_eval must be "
-                             "True. Received: neither")
-        config = self.resolved_config()
-        if self.max_seq_length > config.max_position_embeddings:
-            raise ValueError(
-                f"max_seq_length={self.max_seq_length} is longer than the "
-                f"model's max_position_embeddings="
-                f"{config.max_position_embeddings}")
 
 
 class PretrainingTask(TrainingTask):

@@ -42,11 +42,8 @@ from albert_tf.training import memory
 from albert_tf.training import optimization
 from albert_tf.training import results as results_lib
 from albert_tf.training.options import DTYPES
+from albert_tf.training.options import TrainingDivergedError
 from data_prep import progress
-
-
-class TrainingDivergedError(RuntimeError):
-    """The loss or the weights became NaN or infinite."""
 
 
 def op_error_summary(error):
@@ -337,13 +334,8 @@ class Trainer(evaluation.Evaluation):
         jit, chooser = compile_choice.start(options, self.strategy, start,
                                             self.dtype)
         iterator = self._train_iterator(start)
-        writer = (tf.summary.create_file_writer(
-            os.path.join(self.output_dir, "train")) if self.is_chief
-            else tf.summary.create_noop_writer())
-        try:
-            previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm)
-        except ValueError:
-            previous_handler = None  # Not the main thread: no preemption.
+        writer = self._train_writer()
+        previous_handler = self._catch_sigterm()
         self._interactive = self.is_chief and progress.interactive()
         self._bar = progress.bar(
             total=options.num_steps, description="train", unit="step",
@@ -352,34 +344,16 @@ class Trainer(evaluation.Evaluation):
         timed_out = False
         try:
             while step < options.num_steps and not self._preempted:
-                if options.max_train_seconds > 0 and (
-                        time.time() - run_start >= options.max_train_seconds):
-                    timed_out = True
-                    logging.info("max_train_seconds=%g reached at step %d.",
-                                 options.max_train_seconds, step)
+                timed_out = self._out_of_time(run_start, step)
+                if timed_out:
                     break
-                to_save = (options.save_checkpoints_steps
-                           - step % options.save_checkpoints_steps)
-                num = min(options.iterations_per_loop, to_save,
-                          options.num_steps - step)
+                num = self._loop_steps(step)
                 if chooser is not None:
                     jit = chooser.next_variant()
                     num = min(num, chooser.window_steps)
                 loop_start = time.time()
-                try:
-                    stats, diverged = self._train_loop(jit)(
-                        iterator, tf.constant(num, tf.int32))
-                except (tf.errors.InvalidArgumentError,
-                        tf.errors.DataLossError) as e:
-                    raise ValueError(f"Training stopped after step {step} on "
-                                     f"bad input: {op_error_summary(e)}") from e
+                stats = self._run_train_loop(jit, iterator, num, step)
                 previous, step = step, int(self.step.numpy())
-                if bool(diverged):
-                    raise TrainingDivergedError(
-                        f"Training diverged at step {step}: the loss is not "
-                        f"finite ({self.task.metrics(stats)['loss']:.4g}), so "
-                        f"nothing was saved. {self._last_good()} Lower "
-                        "--learning_rate, or check the data.")
                 seconds = time.time() - loop_start
                 if chooser is not None:
                     chooser.record(jit, seconds, step - previous)
@@ -404,6 +378,61 @@ class Trainer(evaluation.Evaluation):
                 signal.signal(signal.SIGTERM, previous_handler)
         return {"step": step, "preempted": self._preempted,
                 "timed_out": timed_out, "history": history, **metrics}
+
+    def _train_writer(self):
+        """The TensorBoard writer of the training scalars (chief only)."""
+        if not self.is_chief:
+            return tf.summary.create_noop_writer()
+        return tf.summary.create_file_writer(
+            os.path.join(self.output_dir, "train"))
+
+    def _catch_sigterm(self):
+        """Saves on SIGTERM from now on; returns the handler to put back
+        (None off the main thread, where there is no preemption)."""
+        try:
+            return signal.signal(signal.SIGTERM, self._on_sigterm)
+        except ValueError:
+            return None
+
+    def _out_of_time(self, run_start, step):
+        """Whether `max_train_seconds` of this run have passed (logged)."""
+        limit = self.options.max_train_seconds
+        if limit > 0 and time.time() - run_start >= limit:
+            logging.info("max_train_seconds=%g reached at step %d.", limit,
+                         step)
+            return True
+        return False
+
+    def _loop_steps(self, step):
+        """Steps of the next compiled loop: `iterations_per_loop`, ending at
+        the next checkpoint and at the last step."""
+        options = self.options
+        to_save = (options.save_checkpoints_steps
+                   - step % options.save_checkpoints_steps)
+        return min(options.iterations_per_loop, to_save,
+                   options.num_steps - step)
+
+    def _run_train_loop(self, jit, iterator, num, step):
+        """Runs `num` steps from `step`; returns the loop's summed stats.
+
+        Raises:
+            ValueError: a bad input record (named, with where it stopped).
+            TrainingDivergedError: the loss became NaN or infinite.
+        """
+        try:
+            stats, diverged = self._train_loop(jit)(
+                iterator, tf.constant(num, tf.int32))
+        except (tf.errors.InvalidArgumentError,
+                tf.errors.DataLossError) as e:
+            raise ValueError(f"Training stopped after step {step} on "
+                             f"bad input: {op_error_summary(e)}") from e
+        if bool(diverged):
+            raise TrainingDivergedError(
+                f"Training diverged at step {int(self.step.numpy())}: the "
+                f"loss is not finite ({self.task.metrics(stats)['loss']:.4g}),"
+                f" so nothing was saved. {self._last_good()} Lower "
+                "--learning_rate, or check the data.")
+        return stats
 
     def _log_memory_estimate(self):
         config = self._config()

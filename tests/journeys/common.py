@@ -1,7 +1,8 @@
-"""Shared steps of the journeys: README commands in subprocesses, fresh
+"""Shared steps of the journeys: documented commands in subprocesses, fresh
 Python processes, the results layout, and the pretraining workspace.
 
-The workspace is a temporary folder laid out as the README's commands
+The commands are read from the README and `docs/` (`documented.command`),
+made tiny. The workspace is a temporary folder laid out as those commands
 assume (`corpus/`, `vocab/`, `data/`, `runs/`, ...); every command runs in it
 with relative paths, as a user would from their project folder. It is made
 once per process (`functools.lru_cache`) so that all journeys of one pytest
@@ -24,6 +25,8 @@ import types
 
 import pytest
 
+from tests.journeys import documented
+
 REPO = str(pathlib.Path(__file__).resolve().parents[2])
 
 # The programs are run as `python -m ...` from the workspace, so the
@@ -43,12 +46,23 @@ PRETRAIN_DIR = "runs/tiny"
 # First pretraining run: checkpoints (each evaluated) every SAVE_STEPS, a
 # progress line every LOOP_STEPS.
 FIRST_STEPS, SAVE_STEPS, LOOP_STEPS = 20, 10, 5
+# The documented data commands' sizes, made tiny.
+RECORD_FLAGS = {"max_seq_length": SEQ_LENGTH,
+                "max_predictions_per_seq": PREDICTIONS, "dupe_factor": 2,
+                "num_workers": 2, "num_output_shards": 2}
+# The documented pretraining commands' sizes, made tiny.
+TINY_PRETRAINING = {
+    "output_dir": PRETRAIN_DIR, "preset": "tiny", "train_batch_size": 16,
+    "max_seq_length": SEQ_LENGTH, "max_predictions_per_seq": PREDICTIONS,
+    "num_warmup_steps": 2, "iterations_per_loop": LOOP_STEPS,
+    "save_checkpoints_steps": SAVE_STEPS, "eval_batch_size": 16,
+    "max_eval_steps": 2}
 
 
 def run(command, cwd, timeout=300):
-    """Runs one README command line, split as a POSIX shell splits it.
+    """Runs one documented command line, split as a POSIX shell splits it.
 
-    Quoted globs stay unexpanded, as in the README (`--input_file='a/*'`):
+    Quoted globs stay unexpanded, as in the docs (`--input_file='a/*'`):
     the programs expand them.
 
     Args:
@@ -114,7 +128,7 @@ def weight_difference(saved, prefix):
 
 
 def read_eval_blocks(path):
-    """Parses `eval_results.txt` as the README documents it.
+    """Parses `eval_results.txt` as docs/training_runs.md documents it.
 
     One block per evaluated checkpoint, blank lines between blocks, each
     `checkpoint = ckpt-N`, then `global_step = N`, then `<metric> = <value>`
@@ -139,8 +153,8 @@ def read_eval_blocks(path):
 
 
 def check_run_dir(output_dir, steps, metrics, best_metric, config_files):
-    """Checks the layout every training run promises (README, "Training
-    runs") and returns `(eval blocks, best block)`.
+    """Checks the layout every training run promises (docs/training_runs.md)
+    and returns `(eval blocks, best block)`.
 
     Args:
         output_dir: the run's `--output_dir`.
@@ -179,7 +193,7 @@ def workspace():
 @functools.lru_cache(maxsize=None)
 def prepared_data():
     """Corpus, vocabulary and sharded pretraining records, made by the
-    README's data commands in `workspace()`.
+    documented data commands (docs/pretraining_data.md) in `workspace()`.
 
     The corpus is written as plain text (what `build_vocab`'s example reads,
     `corpus/*.txt`) and gzipped (what `create_pretraining_data`'s example
@@ -196,31 +210,23 @@ def prepared_data():
     builtin_corpus.write_corpus(str(corpus), max_chars=CORPUS_CHARS)
     with open(corpus, "rb") as src, gzip.open(str(corpus) + ".gz", "wb") as dst:
         shutil.copyfileobj(src, dst)
-    vocab = run(
-        "python -m data_prep.build_vocab --input_file='corpus/*.txt' "
-        f"--model_prefix=vocab/30k-clean --vocab_size={VOCAB_SIZE} "
-        "--do_lower_case", root)
-    records = run(
-        "python -m data_prep.create_pretraining_data "
-        "--input_file='corpus/*.txt.gz' --output_file=data/train.tfrecord "
-        f"--spm_model_file={SPM_MODEL} --max_seq_length={SEQ_LENGTH} "
-        f"--max_predictions_per_seq={PREDICTIONS} --dupe_factor=2 "
-        "--num_workers=2 --num_output_shards=2", root)
+    vocab = run(documented.command(
+        "python -m data_prep.build_vocab --input_file='corpus/*.txt'",
+        set={"vocab_size": VOCAB_SIZE}), root)
+    records = run(documented.command(
+        "--input_file='corpus/*.txt.gz' --output_file=data/train.tfrecord",
+        set=RECORD_FLAGS), root)
     return types.SimpleNamespace(root=root, vocab=vocab, records=records)
 
 
 def pretraining_command(num_train_steps):
-    """The README's CPU pretraining command, tiny: the glob over the shards
-    (`data/train.tfrecord*`, which the statistics file must not match)."""
-    return ("python -m albert_tf.run_pretraining "
-            "--input_file='data/train.tfrecord*' "
-            f"--output_dir={PRETRAIN_DIR} --preset=tiny --train_batch_size=16 "
-            f"--max_seq_length={SEQ_LENGTH} "
-            f"--max_predictions_per_seq={PREDICTIONS} "
-            f"--num_train_steps={num_train_steps} --num_warmup_steps=2 "
-            f"--learning_rate=1e-3 --iterations_per_loop={LOOP_STEPS} "
-            f"--save_checkpoints_steps={SAVE_STEPS} --do_eval "
-            "--eval_batch_size=16 --max_eval_steps=2")
+    """The documented CPU pretraining command (docs/pretraining.md), tiny:
+    its glob over the shards (`data/train.tfrecord-*`; the statistics file
+    must not be among them)."""
+    return documented.command(
+        "python -m albert_tf.run_pretraining "
+        "--input_file='data/train.tfrecord-*'",
+        set=dict(TINY_PRETRAINING, num_train_steps=num_train_steps))
 
 
 @functools.lru_cache(maxsize=None)

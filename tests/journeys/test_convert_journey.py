@@ -1,6 +1,7 @@
 """Journey 3: converting a model trained here to the official TF1 and Hugging
-Face layouts and back, as the README's `albert_tf.convert_checkpoint`
-commands do.
+Face layouts and back, with the `albert_tf.convert_checkpoint` commands of
+docs/converting.md (read from it): the two "and back" commands as written,
+and the official-release, TF-Hub and Hugging Face commands on the outputs.
 
 The model directory (`models/mine`) holds a tiny pretrainer with two hidden
 groups of two inner blocks (so a group or block mapped to the wrong place
@@ -18,12 +19,15 @@ import numpy as np
 import pytest
 
 from tests.journeys import common
+from tests.journeys import documented
 
 pytestmark = pytest.mark.slow
 
 MINE = "models/mine"
 TF1, HF = "exports/mine_tf1", "exports/mine_hf"
 FROM_TF1, FROM_HF = "models/mine_from_tf1", "models/mine_from_hf"
+# The TF1 output's variables under TF-Hub's `module/` prefix, no config.
+HUB, FROM_HUB = "models/mine_hub", "models/mine_from_hub"
 # 5 embedding, 2 projection, 16 per inner block (2 groups x 2), 2 pooler and
 # 7 head tensors.
 TENSORS = 5 + 2 + 16 * 4 + 2 + 7
@@ -69,24 +73,46 @@ def _batch(root, length=16, predictions=3):
                 (len(SENTENCES), 1))}
 
 
-def _convert(root, flags):
-    done = common.run(f"python -m albert_tf.convert_checkpoint {flags}", root)
+def _convert(root, command):
+    done = common.run(command, root)
     assert f"{TENSORS} tensors mapped, 0 skipped, 0 absent" in done.log
     return done
 
 
+def _write_hub_module(root):
+    """`HUB`: the TF1 output's tensors renamed as a TF-Hub module's."""
+    import tensorflow as tf
+
+    from albert_tf.convert import tf1
+
+    reader = tf.train.load_checkpoint(str(root / TF1 / "model.ckpt-best"))
+    tensors = {"module/" + name: reader.get_tensor(name)
+               for name in reader.get_variable_to_shape_map()}
+    (root / HUB).mkdir(parents=True)
+    tf1.write_checkpoint(tensors, str(root / HUB / "model.ckpt"))
+
+
 @pytest.fixture(scope="module")
 def converted(mine):
-    """The README's commands ("And back, from a model trained here"), then
-    each output back into this project's model directory."""
+    """The guide's commands ("And back, from a model trained here", which
+    read `models/mine`), then its commands for an official release, a TF-Hub
+    module and a Hugging Face directory on those outputs."""
     root, model, batch = mine
-    _convert(root, f"--source=albert_tf --input={MINE} --output_dir={TF1} "
-             "--target=tf1")
-    _convert(root, f"--source=albert_tf --input={MINE} --output_dir={HF} "
-             "--target=huggingface")
-    _convert(root, f"--source=tf1 --input={TF1} --output_dir={FROM_TF1}")
-    _convert(root, f"--source=huggingface --input={HF} "
-             f"--output_dir={FROM_HF}")
+    _convert(root, documented.command(
+        "--output_dir=exports/mine_tf1 --target=tf1"))
+    _convert(root, documented.command(
+        "--output_dir=exports/mine_hf --target=huggingface"))
+    _convert(root, documented.command(
+        "--source=tf1 --input=albert_base --output_dir",
+        set={"input": TF1, "output_dir": FROM_TF1}))
+    _convert(root, documented.command(
+        "--source=huggingface --input=albert-base-v2",
+        set={"input": HF, "output_dir": FROM_HF}))
+    _write_hub_module(root)
+    _convert(root, documented.command(
+        "--source=tf1 --input=albert_base_hub",
+        set={"input": HUB, "config_file": f"{TF1}/albert_config.json",
+             "output_dir": FROM_HUB}))
     return root, model, batch
 
 
@@ -102,7 +128,7 @@ def _assert_same_outputs(expected_model, path, batch):
                                    rtol=1e-6, atol=1e-6, err_msg=key)
 
 
-@pytest.mark.parametrize("folder", [TF1, HF, FROM_TF1, FROM_HF])
+@pytest.mark.parametrize("folder", [TF1, HF, FROM_TF1, FROM_HF, FROM_HUB])
 def test_every_output_loads_back_with_the_same_outputs(converted, folder):
     root, model, batch = converted
     _assert_same_outputs(model, root / folder, batch)
@@ -209,7 +235,8 @@ def test_huggingface_output_uses_its_names_and_layouts(converted):
 def test_source_is_detected_when_left_out(converted, folder, source):
     root, model, batch = converted
     output_dir = f"models/detected_{folder.replace('/', '_')}"
-    _convert(root, f"--input={folder} --output_dir={output_dir}")
+    _convert(root, "python -m albert_tf.convert_checkpoint "
+             f"--input={folder} --output_dir={output_dir}")
     report = (root / output_dir / "conversion_report.txt").read_text()
     assert report.splitlines()[0].startswith("Source: " + source), report[:200]
     _assert_same_outputs(model, root / output_dir, batch)

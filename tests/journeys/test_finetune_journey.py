@@ -1,11 +1,12 @@
 """Journey 2: each fine-tuning program from the pretrained tiny model.
 
-The README's fine-tuning commands (`albert_tf.run_classifier`,
-`albert_tf.run_squad`, `albert_tf.run_race`), tiny, with `--do_train
---do_eval --do_predict`, on files in each benchmark's distributed layout,
+The fine-tuning guide's commands (`albert_apps.run_classifier`,
+`albert_apps.run_squad`, `albert_tf.run_race`; read from docs/finetuning.md),
+tiny, with `--do_train --do_eval --do_predict`, on files in each benchmark's
+distributed layout,
 starting from the best checkpoint of the pretraining journey's first run
 (`--init_checkpoint=runs/tiny/best` with the vocabulary its records were made
-with). Each run must leave the files the README promises: `eval_results.txt`
+with). Each run must leave the files the guides promise: `eval_results.txt`
 with a block per checkpoint, `best/`, the submission files; the two
 `--export_dir` models are served from a fresh Python process.
 """
@@ -18,16 +19,21 @@ import pytest
 
 from tests import tasks_testdata
 from tests.journeys import common
+from tests.journeys import documented
 
 pytestmark = pytest.mark.slow
 
 # Two checkpoints (steps 2 and 4), each evaluated; a tiny batch.
-TINY = ("--train_batch_size=2 --eval_batch_size=2 --predict_batch_size=2 "
-        "--learning_rate=1e-3 --train_step=4 --warmup_step=1 "
-        "--save_checkpoints_steps=2 --iterations_per_loop=2")
+TINY = {"train_batch_size": 2, "eval_batch_size": 2, "predict_batch_size": 2,
+        "learning_rate": 1e-3, "train_step": 4, "warmup_step": 1,
+        "save_checkpoints_steps": 2, "iterations_per_loop": 2}
 STEPS = [2, 4]
 CONFIG_FILES = ["albert_config.json", "task.json"]
 INIT = f"{common.PRETRAIN_DIR}/best"
+# The documented commands (docs/finetuning.md).
+CLASSIFIER = "python -m albert_apps.run_classifier"
+SQUAD = "python -m albert_apps.run_squad"
+RACE = "python -m albert_tf.run_race"
 
 
 @pytest.fixture(scope="module")
@@ -44,12 +50,13 @@ def root():
     return root
 
 
-def _finetune(root, program, output_dir, flags):
-    """Runs `python -m albert_tf.<program>` as the README does, tiny."""
-    done = common.run(
-        f"python -m albert_tf.{program} {flags} --init_checkpoint={INIT} "
-        f"--spm_model_file={common.SPM_MODEL} --output_dir={output_dir} "
-        f"--do_train --do_eval --do_predict {TINY}", root)
+def _finetune(root, command, output_dir):
+    """Runs a documented fine-tuning command (`documented.command(...)`),
+    tiny, from the pretraining run's best checkpoint."""
+    done = common.run(documented.adapt(command, set=dict(
+        TINY, init_checkpoint=INIT, spm_model_file=common.SPM_MODEL,
+        output_dir=output_dir, do_train=True, do_eval=True,
+        do_predict=True)), root)
     # The encoder starts from the pretrained weights, not from scratch.
     assert f"Initialized the encoder from {INIT}/model.ckpt" in done.log
     return done
@@ -65,9 +72,10 @@ def _submission(path):
 
 @pytest.fixture(scope="module")
 def mrpc(root):
-    return _finetune(root, "run_classifier", "runs/mrpc",
-                     "--task_name=MRPC --data_dir=glue_data/MRPC "
-                     "--max_seq_length=32 --export_dir=serving")
+    return _finetune(root, documented.command(
+        CLASSIFIER, set={"task_name": "MRPC", "data_dir": "glue_data/MRPC",
+                         "max_seq_length": 32, "export_dir": "serving"}),
+        "runs/mrpc")
 
 
 def test_mrpc_trains_evaluates_predicts_and_exports(root, mrpc):
@@ -87,9 +95,9 @@ def test_mrpc_trains_evaluates_predicts_and_exports(root, mrpc):
 ])
 def test_mnli_matched_and_mismatched(root, task, submission, labels):
     out = f"runs/{task.lower()}"
-    _finetune(root, "run_classifier", out,
-              f"--task_name={task} --data_dir=glue_data/MNLI "
-              "--max_seq_length=32")
+    _finetune(root, documented.command(
+        CLASSIFIER, set={"task_name": task, "data_dir": "glue_data/MNLI",
+                         "max_seq_length": 32}, drop=("export_dir",)), out)
     common.check_run_dir(root / out, STEPS, ["accuracy"], "score",
                          CONFIG_FILES)
     rows = _submission(root / out / submission)
@@ -99,9 +107,10 @@ def test_mnli_matched_and_mismatched(root, task, submission, labels):
 
 
 def test_stsb_regression(root):
-    _finetune(root, "run_classifier", "runs/sts-b",
-              "--task_name=STS-B --data_dir=glue_data/STS-B "
-              "--max_seq_length=32")
+    _finetune(root, documented.command(
+        CLASSIFIER, set={"task_name": "STS-B", "data_dir": "glue_data/STS-B",
+                         "max_seq_length": 32}, drop=("export_dir",)),
+        "runs/sts-b")
     blocks, _ = common.check_run_dir(root / "runs/sts-b", STEPS,
                                      ["pearson", "spearman"], "score",
                                      CONFIG_FILES)
@@ -112,7 +121,8 @@ def test_stsb_regression(root):
     assert math.isfinite(float(rows[0][1]))
 
 
-_SQUAD_FLAGS = "--max_seq_length=48 --doc_stride=16 --max_query_length=12"
+_SQUAD_FLAGS = {"max_seq_length": 48, "doc_stride": 16,
+                "max_query_length": 12}
 
 
 def _context(path):
@@ -122,9 +132,10 @@ def _context(path):
 
 
 def test_squad_v1_writes_predictions(root):
-    _finetune(root, "run_squad", "runs/squad1",
-              "--train_file=squad/train-v1.1.json "
-              f"--predict_file=squad/dev-v1.1.json {_SQUAD_FLAGS}")
+    _finetune(root, documented.command(
+        SQUAD, set=dict(_SQUAD_FLAGS, train_file="squad/train-v1.1.json",
+                        predict_file="squad/dev-v1.1.json"),
+        drop=("version_2_with_negative", "export_dir")), "runs/squad1")
     out = root / "runs/squad1"
     common.check_run_dir(out, STEPS, ["exact", "f1"], "score", CONFIG_FILES)
     context = _context(root / "squad/dev-v1.1.json")
@@ -136,11 +147,8 @@ def test_squad_v1_writes_predictions(root):
 
 @pytest.fixture(scope="module")
 def squad_v2(root):
-    return _finetune(root, "run_squad", "runs/squad2",
-                     "--train_file=squad/train-v2.0.json "
-                     "--predict_file=squad/dev-v2.0.json "
-                     f"--version_2_with_negative {_SQUAD_FLAGS} "
-                     "--export_dir=serving")
+    return _finetune(root, documented.command(
+        SQUAD, set=dict(_SQUAD_FLAGS, export_dir="serving")), "runs/squad2")
 
 
 def test_squad_v2_writes_predictions_null_odds_and_exports(root, squad_v2):
@@ -160,8 +168,8 @@ def test_squad_v2_writes_predictions_null_odds_and_exports(root, squad_v2):
 
 
 def test_race_writes_predictions(root):
-    _finetune(root, "run_race", "runs/race",
-              "--data_dir=RACE --max_seq_length=40 --max_qa_length=16")
+    _finetune(root, documented.command(
+        RACE, set={"max_seq_length": 40, "max_qa_length": 16}), "runs/race")
     out = root / "runs/race"
     common.check_run_dir(out, STEPS, ["accuracy"], "score", CONFIG_FILES)
     predictions = json.loads((out / "predictions.json").read_text())
@@ -220,7 +228,7 @@ def test_exports_serve_raw_text_in_a_fresh_process(root, mrpc, squad_v2):
         assert answer in context
     assert all(math.isfinite(s) for s in squad_out["score"])
     assert all(0 <= p <= 1 for p in squad_out["no_answer_probability"])
-    # The exports hold the best checkpoint's weights (README: "predictions
+    # The exports hold the best checkpoint's weights (the guide: "predictions
     # and the export use the best weights").
     for name in ("mrpc", "squad"):
         assert r[name]["weights"]["matched"] >= 5, name

@@ -1,22 +1,28 @@
 """Journey 1: text -> vocabulary -> records -> pretraining -> export -> serving.
 
-The README's commands in order, each a `python -m ...` subprocess in one
-project folder: `data_prep.build_vocab`, `data_prep.create_pretraining_data`
-(two shards), `albert_tf.run_pretraining` on the README's glob with
-`--do_eval`, the same command again with more steps (a resume),
-`export.export_saved_model` of the best checkpoint, and the exported model
-queried from a fresh Python process as the README's serving section does.
+The documented commands in order (read from the README and `docs/`, made
+tiny), each a `python -m ...` subprocess in one project folder:
+`data_prep.build_vocab`, `data_prep.create_pretraining_data` (two shards,
+and again on Beam's DirectRunner), `albert_tf.run_pretraining` on the
+documented glob with `--do_eval`, the same command again with more steps (a
+resume), the README's TPUStrategy command on the CPU, `export.export_saved_model`
+of the best checkpoint, and the exported model queried from a fresh Python
+process as the serving guide does; then the serving guide's export of a
+model directory, checked with `--tf_serving_version`, and
+`export.serving_compat` on the result.
 """
 
 import glob
 import json
 import math
 import os
+import shutil
 
 import numpy as np
 import pytest
 
 from tests.journeys import common
+from tests.journeys import documented
 
 pytestmark = pytest.mark.slow
 
@@ -61,7 +67,8 @@ def test_data_prep_writes_the_vocabulary_shards_and_statistics():
     shards = ["train.tfrecord-00000-of-00002", "train.tfrecord-00001-of-00002"]
     assert sorted(os.listdir(root / "data")) == sorted(
         shards + ["train.stats.json"])
-    # The glob the README trains on matches the shards, not the statistics.
+    # A glob over the records matches the shards, not the statistics
+    # (docs/pretraining_data.md).
     assert sorted(glob.glob(str(root / "data/train.tfrecord*"))) == [
         str(root / "data" / name) for name in shards]
     stats = json.loads((root / "data/train.stats.json").read_text())
@@ -70,6 +77,25 @@ def test_data_prep_writes_the_vocabulary_shards_and_statistics():
     assert stats["instances"] == sum(counts)
     assert sum(stats["sop_label_counts"].values()) == stats["instances"]
     assert 0.1 < stats["masked_fraction"] < 0.2
+
+
+def test_beam_direct_runner_writes_the_local_runs_bytes():
+    """docs/beam.md's DirectRunner command (2 worker processes), given the
+    local run's input, sizes and shards, writes the same shards."""
+    root = common.prepared_data().root
+    flags = {k: v for k, v in common.RECORD_FLAGS.items()
+             if k != "num_workers"}
+    common.run(documented.command(
+        "--runner=DirectRunner",
+        set=dict(flags, input_file="corpus/*.txt.gz",
+                 output_file="beam/train.tfrecord")), root)
+    for name in ("train.tfrecord-00000-of-00002",
+                 "train.tfrecord-00001-of-00002"):
+        assert (root / "beam" / name).read_bytes() == (
+            root / "data" / name).read_bytes(), name
+    beam_stats = json.loads((root / "beam/train.stats.json").read_text())
+    stats = json.loads((root / "data/train.stats.json").read_text())
+    assert beam_stats["instances"] == stats["instances"]
 
 
 def test_pretraining_evaluates_every_checkpoint_and_keeps_the_best():
@@ -121,16 +147,28 @@ def test_rerun_with_more_steps_resumes_and_evaluates_the_new_checkpoints(
         first.eval_results)
 
 
+def test_the_tpu_command_runs_on_a_cpu_without_its_tpu():
+    """The README's TPUStrategy command, with `--tpu` left out (one CPU
+    device), local records and tiny sizes; its other flags as written."""
+    root = common.pretraining_run().root
+    output_dir = "runs/tpu_command"
+    common.run(documented.command(
+        "python -m albert_tf.run_pretraining --tpu=local", drop=("tpu",),
+        set=dict(common.TINY_PRETRAINING, input_file="data/train.tfrecord-*",
+                 output_dir=output_dir, num_train_steps=2,
+                 num_warmup_steps=1, iterations_per_loop=1,
+                 save_checkpoints_steps=2, max_eval_steps=1)), root)
+    common.check_run_dir(root / output_dir, [2], PRETRAIN_METRICS,
+                         "masked_lm_accuracy", ["albert_config.json"])
+
+
 @pytest.fixture(scope="module")
 def exported(resumed):
-    """The README's export of the run's best checkpoint (`$PWD/serving`)."""
+    """The documented export of the run's best checkpoint (`$PWD/serving`)."""
     first, _ = resumed
     export_dir = first.root / EXPORT_DIR
-    done = common.run(
-        "python -m export.export_saved_model --checkpoint=runs/tiny/best "
-        "--albert_config_file=runs/tiny/best/albert_config.json "
-        f"--spm_model_file=vocab/30k-clean.model --export_dir={export_dir}",
-        first.root)
+    done = common.run(documented.command(
+        "--checkpoint=runs/tiny/best", env={"PWD": first.root}), first.root)
     return first.root, export_dir, done
 
 
@@ -144,7 +182,7 @@ def test_export_writes_the_tf_serving_layout(exported):
     assert not [n for n in os.listdir(export_dir) if n.startswith(".")]
 
 
-# What a user's script does with the export (the README's "From Python"),
+# What a user's script does with the export (the guide's "From Python"),
 # plus the three signatures as TF Serving calls them; prints one JSON line.
 _SERVE = common.WEIGHT_DIFFERENCE + r'''
 import json, sys
@@ -168,7 +206,7 @@ serve = model.signatures["serving_default"]
 report["serving_default"] = plain(serve(
     text=strings(["The cat sat on the mat.", "A single sentence."]),
     text_b=strings(["Is the cat on the mat?", ""])))
-# `text_b` left out (the README's `model.serve(...)`): a single segment.
+# `text_b` left out (the guide's `model.serve(...)`): a single segment.
 alone = model.serve(strings(["A single sentence."]))["pooled_output"].numpy()
 report["text_only_shape"] = list(alone.shape)
 report["text_only_vs_empty_text_b"] = float(np.abs(
@@ -277,3 +315,38 @@ def test_export_of_the_best_checkpoint_serves_raw_text_in_a_fresh_process(
     assert r["hub_vs_serving"] < 1e-5
     assert r["layer_vs_serving"] < 1e-5
     assert r["keras_vs_serving"] < 1e-5
+
+
+@pytest.fixture(scope="module")
+def model_dir_exports(resumed):
+    """The serving guide's commands on a model directory (the best
+    checkpoint with its config and vocabulary): the export, with the
+    guide's `--tf_serving_version=2.19` check added, and the table of the
+    releases that serve it."""
+    first, _ = resumed
+    root = first.root
+    model_dir = root / "models/tiny"
+    shutil.copytree(root / common.PRETRAIN_DIR / "best", model_dir)
+    shutil.copy(root / common.SPM_MODEL, model_dir / "spm.model")
+    env = {"MODEL_DIR": "models/tiny", "EXPORT_DIR": root / "exports"}
+    runs = [documented.command(
+                "--export_dir=$EXPORT_DIR --model_name=albert "
+                "--max_seq_length=128", env=env,
+                set={"tf_serving_version": "2.19"}),
+            documented.command("python -m export.serving_compat $EXPORT_DIR",
+                               env=env)]
+    # An export takes minutes on a busy 2-core machine.
+    return root / "exports", [common.run(run, root, timeout=900)
+                              for run in runs]
+
+
+def test_a_model_directory_exports_and_its_serving_releases_are_listed(
+        model_dir_exports):
+    export_dir, (exported, table) = model_dir_exports
+    for name in ("albert", "albert_encoder", "albert_preprocessor"):
+        assert sorted(os.listdir(export_dir / name)) == ["1"], name
+        assert (export_dir / name / "1/assets.extra/ops.json").exists(), name
+    assert f"{export_dir / 'albert' / '1'}" in exported.stdout
+    for name in ("albert", "albert_encoder", "albert_preprocessor"):
+        assert f"`{name}`" in table.stdout, name
+    assert "| 2.19.1 |" in table.stdout

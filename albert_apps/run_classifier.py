@@ -1,23 +1,25 @@
-r"""Fine-tunes ALBERT on a GLUE task: `python -m albert_tf.run_classifier`.
+r"""Fine-tunes ALBERT on a GLUE task: `python -m albert_apps.run_classifier`.
 
-    python -m albert_tf.run_classifier --task_name=MRPC \
+    python -m albert_apps.run_classifier --task_name=MRPC \
       --data_dir=glue_data/MRPC --init_checkpoint=models/albert_base \
       --output_dir=runs/mrpc --do_train --do_eval --do_predict \
       --max_seq_length=128 --train_batch_size=32 --learning_rate=2e-5 \
       --train_step=800 --warmup_step=200 --export_dir=serving
 
 Flags follow the official `run_classifier.py`; they are the fields of
-`albert_tf.tasks.runners.ClassifierOptions`.
+`albert_tf.tasks.options.ClassifierOptions`; it sits above `export/` (it
+exports), so it lives in `albert_apps`.
 """
 
-from export import tasks as export_tasks
-
 from albert_tf import cli
-from albert_tf.tasks import runners
+from albert_tf.tasks.options import ClassifierOptions
 
 
 def run(options, strategy=None):
     """Fine-tunes, predicts and exports as `options` say; returns the report."""
+    # pylint: disable=import-outside-toplevel
+    from albert_tf.tasks import runners
+    from export import tasks as export_tasks
     trainer, report = runners.run_classifier(
         options, strategy or options.make_strategy())
     if options.export_dir:
@@ -33,7 +35,7 @@ def run(options, strategy=None):
 
 
 def main(argv=None):
-    cli.run_training_program(runners.ClassifierOptions, run, __doc__, argv)
+    cli.run_training_program(ClassifierOptions, run, __doc__, argv)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
-r"""Fine-tunes ALBERT on SQuAD v1.1 / v2.0: `python -m albert_tf.run_squad`.
+r"""Fine-tunes ALBERT on SQuAD v1.1 / v2.0: `python -m albert_apps.run_squad`.
 
-    python -m albert_tf.run_squad --train_file=squad/train-v2.0.json \
+    python -m albert_apps.run_squad --train_file=squad/train-v2.0.json \
       --predict_file=squad/dev-v2.0.json --version_2_with_negative \
       --init_checkpoint=models/albert_base --output_dir=runs/squad2 \
       --do_train --do_eval --do_predict --max_seq_length=384 \
@@ -10,17 +10,20 @@ r"""Fine-tunes ALBERT on SQuAD v1.1 / v2.0: `python -m albert_tf.run_squad`.
 Flags follow the official `run_squad_v1.py` / `run_squad_v2.py`. `--do_eval`
 scores every checkpoint on `--predict_file` (official EM/F1; v2.0 with the
 no-answer threshold search) and keeps the best; `--do_predict` writes
-`predictions.json` (+ `null_odds.json` for v2.0).
+`predictions.json` (+ `null_odds.json` for v2.0). The flags are the fields
+of `albert_tf.tasks.options.SquadOptions`; it sits above `export/` (it
+exports), so it lives in `albert_apps`.
 """
 
-from export import tasks as export_tasks
-
 from albert_tf import cli
-from albert_tf.tasks import runners
+from albert_tf.tasks.options import SquadOptions
 
 
 def run(options, strategy=None):
     """Fine-tunes, predicts and exports as `options` say; returns the report."""
+    # pylint: disable=import-outside-toplevel
+    from albert_tf.tasks import runners
+    from export import tasks as export_tasks
     trainer, report = runners.run_squad(
         options, strategy or options.make_strategy())
     if options.export_dir:
@@ -37,7 +40,7 @@ def run(options, strategy=None):
 
 
 def main(argv=None):
-    cli.run_training_program(runners.SquadOptions, run, __doc__, argv)
+    cli.run_training_program(SquadOptions, run, __doc__, argv)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,136 @@
+"""The options of the fine-tuning jobs: the flags of their programs.
+
+`FinetuneOptions` holds the flags every fine-tuning job shares (the official
+`run_classifier.py` / `run_squad*.py` / `run_race.py` names: `train_step`,
+`warmup_step`, ...); `ClassifierOptions`, `SquadOptions` and `RaceOptions`
+add each job's own. This module imports no TensorFlow, so a program reads
+its flags (and answers `--help`) before TensorFlow loads; the methods that
+need the library import it when called. The jobs themselves are in
+`albert_tf.tasks.runners`.
+"""
+
+import dataclasses
+import os
+
+from data_prep.options import option
+
+from albert_tf.training.options import TrainingOptions
+
+
+@dataclasses.dataclass
+class FinetuneOptions(TrainingOptions):
+    """The options every fine-tuning job has (the shared flags)."""
+
+    albert_config_file: str = option(
+        None, "albert_config.json; default: the one in --init_checkpoint's "
+        "directory.")
+    spm_model_file: str = option(
+        None, "SentencePiece model; default: spm.model in --init_checkpoint's "
+        "directory.")
+    do_lower_case: bool = option(True, "Lowercase the text.")
+    max_seq_length: int = option(128, "T: longer inputs are truncated.")
+    predict_batch_size: int = option(8, "Prediction batch.")
+    train_step: int = option(1000, "Optimizer steps.")
+    warmup_step: int = option(200, "Linear warmup steps.")
+    dropout: float = option(0.1, "Dropout before the head.")
+    do_predict: bool = option(False, "Write predictions for the test data.")
+
+    _STEPS_FIELD = "train_step"
+    _WARMUP_FIELD = "warmup_step"
+
+    def validate(self, num_replicas=1):
+        super().validate(num_replicas)
+        if not (self.do_train or self.do_eval or self.do_predict
+                or getattr(self, "export_dir", None)):
+            raise ValueError("Nothing to do: pass --do_train, --do_eval, "
+                             "--do_predict or --export_dir. Received: none")
+        if self.predict_batch_size % num_replicas:
+            raise ValueError(
+                f"predict_batch_size must be divisible by the {num_replicas} "
+                f"replicas. Received: {self.predict_batch_size}")
+
+    def spm_path(self):
+        """The SentencePiece model: `spm_model_file`, else `spm.model` in the
+        `init_checkpoint` directory."""
+        if self.spm_model_file:
+            return self.spm_model_file
+        from albert_tf.training import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
+        if self.init_checkpoint:
+            import tensorflow as tf  # pylint: disable=import-outside-toplevel
+            folder = self.init_checkpoint
+            if not tf.io.gfile.isdir(folder):
+                folder = os.path.dirname(folder)
+            candidate = os.path.join(folder, checkpoint_lib.SPM_NAME)
+            if tf.io.gfile.exists(candidate):
+                return candidate
+        raise ValueError("A SentencePiece model is needed: pass "
+                         "--spm_model_file or an --init_checkpoint directory "
+                         f"holding {checkpoint_lib.SPM_NAME}. Received: neither")
+
+    def encoder(self, dtype):
+        """The encoder to fine-tune, under the dtype policy `dtype`.
+
+        Raises:
+            ValueError: `max_seq_length` is longer than its position table.
+        """
+        from albert_tf.tasks.finetune import load_encoder  # pylint: disable=import-outside-toplevel
+        encoder = load_encoder(self.init_checkpoint, self.albert_config_file,
+                               dtype)
+        positions = encoder.config.max_position_embeddings
+        if self.max_seq_length > positions:
+            raise ValueError(f"max_seq_length={self.max_seq_length} is longer "
+                             "than the encoder's max_position_embeddings="
+                             f"{positions}")
+        return encoder
+
+
+@dataclasses.dataclass
+class ClassifierOptions(FinetuneOptions):
+    """`python -m albert_apps.run_classifier`'s flags."""
+
+    task_name: str = option(
+        None, "GLUE task: cola, sst-2, mrpc, sts-b, qqp, mnli, mnli-mm "
+        "(mismnli), qnli, rte, wnli.", required=True)
+    data_dir: str = option(None, "The task's folder of TSV files.",
+                           required=True)
+    export_dir: str = option(None, "Write a text-in SavedModel here.")
+
+
+@dataclasses.dataclass
+class SquadOptions(FinetuneOptions):
+    """`python -m albert_apps.run_squad`'s flags."""
+
+    train_file: str = option(None, "SQuAD JSON for training.")
+    predict_file: str = option(
+        None, "SQuAD JSON to evaluate (with answers) and predict.")
+    version_2_with_negative: bool = option(
+        False, "SQuAD v2.0: questions may have no answer.")
+    max_seq_length: int = option(384, "T: question + window of the context.")
+    learning_rate: float = option(5e-5, "Peak learning rate.")
+    doc_stride: int = option(128, "Pieces between window starts.")
+    max_query_length: int = option(64, "Longer questions are truncated.")
+    n_best_size: int = option(20, "Start/end candidates per window.")
+    max_answer_length: int = option(30, "Longest answer, in pieces.")
+    na_prob_threshold: float = option(
+        0.5, "v2.0: answer nothing above this no-answer probability.")
+    export_dir: str = option(None, "Write a text-in SavedModel here.")
+
+    def validate(self, num_replicas=1):
+        super().validate(num_replicas)
+        if self.do_train and not self.train_file:
+            raise ValueError("--do_train needs --train_file. Received: none")
+        if (self.do_eval or self.do_predict) and not self.predict_file:
+            raise ValueError("--do_eval and --do_predict need --predict_file. "
+                             "Received: none")
+
+
+@dataclasses.dataclass
+class RaceOptions(FinetuneOptions):
+    """`python -m albert_tf.run_race`'s flags."""
+
+    data_dir: str = option(None, "The RACE folder (train/, dev/, test/).",
+                           required=True)
+    max_seq_length: int = option(512, "T of each (passage, question + "
+                                 "option) sequence.")
+    max_qa_length: int = option(128, "Longest question + option, in pieces.")
+    num_choices: int = option(4, "Options per question.")

@@ -1,0 +1,59 @@
+"""The flags of `python -m export.export_saved_model`.
+
+No TensorFlow here, so the program reads its flags (and answers `--help`)
+before TensorFlow loads; the work is `export.exporter`.
+"""
+
+import dataclasses
+from typing import Optional
+
+from data_prep.options import option
+
+# `albert_tf.layers.preprocessing.SERVING_SHAPES` (tests check they agree;
+# that module imports TensorFlow).
+SERVING_SHAPES = ("dynamic", "fixed")
+
+
+@dataclasses.dataclass
+class ExportOptions:
+    """The flags of `python -m export.export_saved_model`; each field is the
+    argument of `export_from_checkpoint` of the same name."""
+
+    checkpoint: str = option(
+        None, "Checkpoint prefix, or a directory (its newest `ckpt-N`, else "
+        "`model.ckpt`), holding an AlbertPretrainer under the key `model`.",
+        required=True)
+    albert_config_file: str = option(
+        None, "The model's albert_config.json.", required=True)
+    spm_model_file: str = option(
+        None, "The SentencePiece model the model was trained with.",
+        required=True)
+    export_dir: str = option(
+        None, "TF Serving base folder (the model server's --model_base_path "
+        "without the model name).", required=True)
+    model_name: str = option(
+        "albert", "Name of the text-in model; the encoder and the "
+        "preprocessor get `_encoder` and `_preprocessor` appended.")
+    version: Optional[int] = option(
+        None, "Version number; default: one more than the highest existing "
+        "version of the three models.")
+    max_seq_length: int = option(
+        128, "Sequence length of the text-in signatures and the "
+        "preprocessor's default; longer text is truncated.")
+    do_lower_case: bool = option(
+        True, "Lowercase the text (as the vocabulary was built).")
+    top_k: int = option(
+        5, "Predictions per mask returned by the fill_mask signature.")
+    save_keras: bool = option(
+        True, "Also save the encoder as `encoder.keras`.")
+    tf_serving_version: Optional[str] = option(
+        None, "Refuse the export unless this TF Serving release (e.g. 2.19) "
+        "links every op it uses; default: only record them "
+        "(<version>/assets.extra/ops.json) and log the oldest release that "
+        "can serve it. See export.serving_compat.")
+    serving_shape: str = option(
+        "dynamic", "Sequence length T of the text-in signatures: `dynamic` "
+        "pads each batch to its longest text, rounded up to a multiple of 8 "
+        "and capped at --max_seq_length; `fixed` always pads to "
+        "--max_seq_length (static shapes, for TPU serving and batching "
+        "servers).", choices=SERVING_SHAPES)
