@@ -11,8 +11,6 @@ from albert_tf.models.task_models import AlbertClassifier, AlbertSpanExtractor
 from export import tasks
 from tests import tasks_testdata
 
-pytestmark = pytest.mark.slow
-
 MAX_SEQ_LENGTH = 48
 TEXTS = ["The cat sat on the mat.", "Naïve café.", "", "the " * 80]
 TEXTS_B = ["It was in Paris.", "", "fine", ""]

@@ -9,8 +9,6 @@ import pytest
 from export import graph_ops
 from export import serving_compat
 
-# Exports a classifier and a span extractor (about 20 s on 2 cores).
-pytestmark = pytest.mark.slow
 
 _README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))), "README.md")
