@@ -139,4 +139,5 @@ def main(options, pipeline_args=()):
 
 
 if __name__ == "__main__":
-    options_lib.run(Options, main, doc=__doc__, pass_through="runner")
+    options_lib.run(Options, main, doc=__doc__, pass_through="runner",
+                    tensorflow=False)

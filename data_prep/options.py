@@ -168,7 +168,7 @@ def _parse_known_flags(argv):
 
 
 def run(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None,
-        pass_through=None):
+        pass_through=None, tensorflow=True):
     """Defines the flags of `options_cls`, parses the command line and calls
     `main_fn(options)`.
 
@@ -182,6 +182,10 @@ def run(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None,
     arguments that are not the program's flags (another library's options,
     such as Beam's pipeline options) are passed on, `main_fn(options, rest)`,
     for that library to check; when it is not, they are refused as usual.
+
+    `tensorflow=False` is for a program that does its work without
+    TensorFlow (the data programs): it is then not imported at start-up,
+    which takes seconds of CPU.
     """
     if doc:
         sys.modules["__main__"].__doc__ = doc
@@ -197,7 +201,8 @@ def run(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None,
                 "--%s)" % (" ".join(args[1:]), pass_through))
         if not pass_through:
             check_no_arguments(args)
-        tf_startup.import_tensorflow()  # Quietly, where there is no GPU.
+        if tensorflow:
+            tf_startup.import_tensorflow()  # Quietly, where there is no GPU.
         try:
             if passed_on:
                 main_fn(options, args[1:])

@@ -278,6 +278,70 @@ def loaded_serving_model(exported_albert):
     return tf.saved_model.load(exported_albert.paths["serving"])
 
 
+# --- Task exports (tests/test_{export_tasks,serving_compat}.py) ---
+# A classifier and a span extractor, exported once per session in both
+# serving shapes.
+
+TASK_SEQ_LENGTH = 48
+TASK_QUERY_LENGTH = 12
+TASK_ANSWER_LENGTH = 5
+
+
+@pytest.fixture(scope="session")
+def exported_tasks(tmp_path_factory):
+    """A classifier (3 labels) and a span extractor (with a no-answer head),
+    every weight random, on a tiny encoder; each exported as the fine-tuning
+    programs export it, with `serving_shape="dynamic"` under the programs'
+    model names and with `"fixed"` under `<name>_fixed`.
+
+    Returns:
+        A `types.SimpleNamespace` with `classifier`, `span_extractor` (the
+        Keras models), `spm_path`, `export_dir`, `paths` (model name -> the
+        version folder) and `max_seq_length`.
+    """
+    import types
+
+    from albert_tf import AlbertConfig
+    from albert_tf.models.encoder import AlbertEncoder
+    from albert_tf.models.task_models import AlbertClassifier
+    from albert_tf.models.task_models import AlbertSpanExtractor
+    from export import tasks
+    from tests import tasks_testdata
+
+    def randomized(model, seed):
+        rng = np.random.default_rng(seed)
+        for v in model.weights:
+            v.assign(rng.normal(scale=0.2, size=v.shape).astype("float32"))
+        return model
+
+    def encoder():
+        return AlbertEncoder(AlbertConfig.from_preset(
+            "tiny", vocab_size=600, num_hidden_layers=2,
+            max_position_embeddings=64))
+
+    spm_path = tasks_testdata.spm_model_path()
+    classifier = randomized(AlbertClassifier(encoder(), num_classes=3), 1)
+    span_extractor = randomized(
+        AlbertSpanExtractor(encoder(), with_no_answer=True), 3)
+    export_dir = str(tmp_path_factory.mktemp("task_serving"))
+    paths = {}
+    for shape, suffix in (("dynamic", ""), ("fixed", "_fixed")):
+        paths["albert_classifier" + suffix] = tasks.export_classifier(
+            classifier, spm_path, export_dir, labels=["a", "b", "c"],
+            max_seq_length=TASK_SEQ_LENGTH,
+            model_name="albert_classifier" + suffix, serving_shape=shape)
+        paths["albert_squad" + suffix] = tasks.export_span_extractor(
+            span_extractor, spm_path, export_dir,
+            max_seq_length=TASK_SEQ_LENGTH,
+            max_query_length=TASK_QUERY_LENGTH,
+            max_answer_length=TASK_ANSWER_LENGTH,
+            model_name="albert_squad" + suffix, serving_shape=shape)
+    return types.SimpleNamespace(
+        classifier=classifier, span_extractor=span_extractor,
+        spm_path=spm_path, export_dir=export_dir, paths=paths,
+        max_seq_length=TASK_SEQ_LENGTH)
+
+
 # --- Beam (tests/test_{filesystems,beam_pipeline,beam_vocab}.py) ---
 
 BEAM_TEST_SCHEME = "beamtest://"

@@ -4,6 +4,10 @@ Each case runs one command line (`python -m ...`) on one bad input and
 checks that the program ends with exit status 1 and one line naming the
 problem (`PROGRAM: error: ...` last on stderr, no traceback), and that the
 files it must not touch are byte for byte as they were.
+
+The cases of the TensorFlow-free data programs run in the default set; those
+of the training programs (a TensorFlow start-up each, some a pretraining run
+first) are `slow`.
 """
 
 import dataclasses
@@ -25,8 +29,6 @@ from tests import test_pretraining as records
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 L, P = records.L, records.P
 
-pytestmark = pytest.mark.slow
-
 
 def _python(*args, cwd):
     env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="3",
@@ -46,8 +48,9 @@ def _digest(path):
 
 @pytest.fixture(scope="module")
 def ws(tmp_path_factory):
-    """A workspace: corpus, vocabulary, records, a healthy pretraining run,
-    a fine-tuning model directory and task folders."""
+    """A workspace: corpus, vocabulary, records and task folders; the healthy
+    pretraining run and the fine-tuning model directory are made by the first
+    case that needs them (`_healthy_run`, `_model_dir`)."""
     root = str(tmp_path_factory.mktemp("bad"))
     w = {"root": root, "spm": tasks_testdata.spm_model_path()}
     w["corpus"] = os.path.join(root, "corpus.txt")
@@ -58,16 +61,28 @@ def ws(tmp_path_factory):
     config = dict(records.TINY, vocab_size=1000)
     w["config"] = os.path.join(root, "albert_config.json")
     AlbertConfig.from_dict(config).to_json_file(w["config"])
-    w["run"] = os.path.join(root, "run")
-    done = _python(*_pretrain(w, w["run"]), cwd=root)
-    assert done.returncode == 0, done.stderr[-2000:]
-    w["model"] = os.path.join(root, "model")
-    checkpoint_lib.save_model_dir(AlbertPretrainer(AlbertConfig.from_preset(
-        "tiny", vocab_size=600, num_hidden_layers=2,
-        max_position_embeddings=64)), w["model"], w["spm"])
     w["glue"] = tasks_testdata.write_glue(os.path.join(root, "glue"))
     os.remove(os.path.join(w["glue"]["mrpc"], "test.tsv"))
     return w
+
+
+def _healthy_run(w):
+    """The output folder of a healthy 4-step pretraining run (made once)."""
+    run = os.path.join(w["root"], "run")
+    if not os.path.exists(os.path.join(run, "ckpt-4.index")):
+        done = _python(*_pretrain(w, run), cwd=w["root"])
+        assert done.returncode == 0, done.stderr[-2000:]
+    return run
+
+
+def _model_dir(w):
+    """A fine-tuning model directory (a tiny random pretrainer, made once)."""
+    model = os.path.join(w["root"], "model")
+    if not os.path.exists(model):
+        checkpoint_lib.save_model_dir(AlbertPretrainer(AlbertConfig.from_preset(
+            "tiny", vocab_size=600, num_hidden_layers=2,
+            max_position_embeddings=64)), model, w["spm"])
+    return model
 
 
 def _pretrain(w, out, *extra, input_file=None, config=None):
@@ -111,6 +126,8 @@ class Case:
     # ws -> (command arguments, files that must stay as they are)
     setup: Callable[[dict], Tuple[list, list]]
     message: str  # regex the last stderr line must match
+    # False for the TensorFlow-free data programs (the default set).
+    slow: bool = True
 
 
 CASES = [
@@ -119,19 +136,21 @@ CASES = [
         f"--input_file={_write(os.path.join(w['root'], 'bin.txt'), bytes(range(256)) * 40)}",
         f"--output_file={w['root']}/out/bin.tfrecord",
         f"--spm_model_file={w['spm']}"], []),
-        r"create_pretraining_data: error: .*(not text|binary|no input|No input)"),
+        r"create_pretraining_data: error: .*(not text|binary|no input|No input)",
+        slow=False),
     Case("output is the input", lambda w: ([
         "data_prep.create_pretraining_data", f"--input_file={w['corpus']}",
         f"--output_file={w['corpus']}", f"--spm_model_file={w['spm']}"],
-        [w["corpus"]]), r"create_pretraining_data: error: .*also an input"),
+        [w["corpus"]]), r"create_pretraining_data: error: .*also an input",
+        slow=False),
     Case("empty corpus", lambda w: ([
         "data_prep.build_vocab",
         f"--input_file={_write(os.path.join(w['root'], 'empty.txt'), '')}",
         f"--model_prefix={w['root']}/empty_vocab", "--vocab_size=100"], []),
-        r"build_vocab: error: "),
+        r"build_vocab: error: ", slow=False),
     Case("config with impossible values", lambda w: (_pretrain(
         w, f"{w['root']}/c1",
-        config=_other_config(w, num_attention_heads=7)), [w["run"]]),
+        config=_other_config(w, num_attention_heads=7)), [_healthy_run(w)]),
         r"run_pretraining: error: .*(hidden_size|num_attention_heads)"),
     Case("truncated Hugging Face config.json", lambda w: ([
         "albert_tf.convert_checkpoint", "--source=huggingface",
@@ -157,13 +176,13 @@ CASES = [
         r"run_pretraining: error: max_seq_length=32 is longer than the "
         r"model's max_position_embeddings=16"),
     Case("init_checkpoint of another config", lambda w: (_pretrain(
-        w, f"{w['root']}/c6", f"--init_checkpoint={w['run']}/ckpt-4",
-        config=_other_config(w, embedding_size=32)), [w["run"]]),
+        w, f"{w['root']}/c6", f"--init_checkpoint={_healthy_run(w)}/ckpt-4",
+        config=_other_config(w, embedding_size=32)), [_healthy_run(w)]),
         r"run_pretraining: error: The checkpoint .*ckpt-4 does not fit the "
         r"config: variable .* likely config field: embedding_size"),
     Case("resume into a run of another config", lambda w: (_pretrain(
-        w, w["run"], "--num_train_steps=6",
-        config=_other_config(w, num_hidden_layers=6)), [w["run"]]),
+        w, _healthy_run(w), "--num_train_steps=6",
+        config=_other_config(w, num_hidden_layers=6)), [_healthy_run(w)]),
         r"run_pretraining: error: .*albert_config\.json belongs to the "
         r"checkpoints .*num_hidden_layers: 2 saved, 6 now"),
     Case("eval batch larger than the eval set", lambda w: (_pretrain(
@@ -171,13 +190,13 @@ CASES = [
         []), r"run_pretraining: error: .*fewer than one batch of "
         r"eval_batch_size=8"),
     Case("diverging resumed run", lambda w: (_pretrain(
-        w, _copy(w["run"], f"{w['root']}/c8"), "--num_train_steps=40",
+        w, _copy(_healthy_run(w), f"{w['root']}/c8"), "--num_train_steps=40",
         "--learning_rate=1e6"), [f"{w['root']}/c8"]),
         r"run_pretraining: error: Training diverged at step \d+: .*ckpt-4, "
         r"is kept"),
     Case("predict without test.tsv", lambda w: ([
         "albert_apps.run_classifier", "--task_name=MRPC",
-        f"--data_dir={w['glue']['mrpc']}", f"--init_checkpoint={w['model']}",
+        f"--data_dir={w['glue']['mrpc']}", f"--init_checkpoint={_model_dir(w)}",
         f"--output_dir={w['root']}/mrpc", "--do_train", "--do_predict",
         "--max_seq_length=24", "--train_batch_size=2", "--train_step=2"],
         []), r"run_classifier: error: No test file .*test\.tsv"),
@@ -199,7 +218,9 @@ def _copy(source, target):
     return target
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+@pytest.mark.parametrize("case", [
+    pytest.param(c, id=c.name, marks=pytest.mark.slow if c.slow else ())
+    for c in CASES])
 def test_bad_input_is_one_line_and_touches_nothing(ws, case):
     args, protected = case.setup(ws)
     before = {}
@@ -217,11 +238,13 @@ def test_bad_input_is_one_line_and_touches_nothing(ws, case):
     assert {path: after.get(path) for path in before} == before
 
 
+@pytest.mark.slow
 def test_predict_without_test_file_fails_before_training(ws):
     """No checkpoint is written: the test file is looked for first."""
     assert not os.path.exists(os.path.join(ws["root"], "mrpc", "checkpoint"))
 
 
+@pytest.mark.slow
 def test_a_glob_over_the_stats_file_skips_it_and_trains(ws):
     """`train.tfrecord*` also matches a sidecar: skipped by name, not read."""
     folder = os.path.join(ws["root"], "glob")
@@ -236,6 +259,7 @@ def test_a_glob_over_the_stats_file_skips_it_and_trains(ws):
     assert "train.tfrecord.stats.json" in done.stderr  # named as skipped
 
 
+@pytest.mark.slow
 def test_skip_corrupt_records_trains_past_a_truncated_file(ws):
     done = _python(*_pretrain(ws, os.path.join(ws["root"], "skip"),
                               "--skip_corrupt_records", "--num_train_steps=12",

@@ -1,19 +1,13 @@
 """Text-in exports of fine-tuned models: dynamic and fixed shapes agree, and
-`text_b` can be left out."""
+`text_b` can be left out. The exports are the session's (`exported_tasks`
+in conftest.py)."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertConfig
-from albert_tf.models.encoder import AlbertEncoder
-from albert_tf.models.task_models import AlbertClassifier, AlbertSpanExtractor
 from export import tasks
-from tests import tasks_testdata
 
-pytestmark = pytest.mark.slow
-
-MAX_SEQ_LENGTH = 48
 TEXTS = ["The cat sat on the mat.", "Naïve café.", "", "the " * 80]
 TEXTS_B = ["It was in Paris.", "", "fine", ""]
 QUESTIONS = ["Where did the cat sit?", "When?", "", "who " * 30]
@@ -22,40 +16,15 @@ CONTEXTS = ["The cat sat on the mat in Paris.",
             "the mat " * 60]
 
 
-def _encoder(seed):
-    config = AlbertConfig.from_preset("tiny", vocab_size=600,
-                                      num_hidden_layers=2,
-                                      max_position_embeddings=64)
-    encoder = AlbertEncoder(config)
-    rng = np.random.default_rng(seed)
-    for v in encoder.weights:
-        v.assign(rng.normal(scale=0.2, size=v.shape).astype("float32"))
-    return encoder
-
-
-def _randomize(model, seed):
-    rng = np.random.default_rng(seed)
-    for v in model.weights:
-        v.assign(rng.normal(scale=0.2, size=v.shape).astype("float32"))
-    return model
-
-
 @pytest.fixture(scope="module")
-def spm_path():
-    return tasks_testdata.spm_model_path()
-
-
-@pytest.fixture(scope="module")
-def classifiers(spm_path, tmp_path_factory):
+def classifiers(exported_tasks):
+    """The session's classifier exports (dynamic and fixed), loaded."""
     import tensorflow_text  # noqa: F401
 
-    model = _randomize(AlbertClassifier(_encoder(0), num_classes=3), 1)
-    base = str(tmp_path_factory.mktemp("classifier"))
-    loaded = {shape: tf.saved_model.load(tasks.export_classifier(
-        model, spm_path, base, labels=["a", "b", "c"],
-        max_seq_length=MAX_SEQ_LENGTH, model_name="clf_" + shape,
-        serving_shape=shape)) for shape in ("dynamic", "fixed")}
-    return model, loaded
+    paths = exported_tasks.paths
+    return exported_tasks.classifier, {
+        "dynamic": tf.saved_model.load(paths["albert_classifier"]),
+        "fixed": tf.saved_model.load(paths["albert_classifier_fixed"])}
 
 
 def test_classifier_dynamic_equals_fixed_and_text_b_is_optional(classifiers):
@@ -83,19 +52,13 @@ def test_classifier_dynamic_equals_fixed_and_text_b_is_optional(classifiers):
             text=tf.constant(["a", "b"]), text_b=tf.constant(["a"]))
 
 
-def test_span_extractor_dynamic_equals_fixed(spm_path, tmp_path_factory):
+def test_span_extractor_dynamic_equals_fixed(exported_tasks, tmp_path):
     import tensorflow_text  # noqa: F401
 
-    model = _randomize(AlbertSpanExtractor(_encoder(2), with_no_answer=True),
-                       3)
-    base = str(tmp_path_factory.mktemp("squad"))
     answers = {}
-    for shape in ("dynamic", "fixed"):
-        path = tasks.export_span_extractor(
-            model, spm_path, base, max_seq_length=MAX_SEQ_LENGTH,
-            max_query_length=12, max_answer_length=5,
-            model_name="squad_" + shape, serving_shape=shape)
-        serve = tf.saved_model.load(path).signatures["serving_default"]
+    for shape, suffix in (("dynamic", ""), ("fixed", "_fixed")):
+        serve = tf.saved_model.load(exported_tasks.paths[
+            "albert_squad" + suffix]).signatures["serving_default"]
         # Short contexts alone (T well below max_seq_length), then a batch
         # with a context cut at max_seq_length.
         answers[shape] = [
@@ -114,5 +77,6 @@ def test_span_extractor_dynamic_equals_fixed(spm_path, tmp_path_factory):
         assert answer and answer in context
         assert len(answer.split()) <= 5
     with pytest.raises(ValueError, match="serving_shape must be one of"):
-        tasks.export_span_extractor(model, spm_path, base,
+        tasks.export_span_extractor(exported_tasks.span_extractor,
+                                    exported_tasks.spm_path, str(tmp_path),
                                     serving_shape="padded")

@@ -14,8 +14,6 @@ from data_prep import text as text_lib
 from export import exporter
 from export import layout
 
-pytestmark = pytest.mark.slow
-
 TEXTS = ["The cat sat on the mat.", "Kato rimen sa lo, pre di!",
          "  Café   NAÏVE  Über  ", "", "ka " * 200]
 TEXTS_B = ["", "Ta ver mi an.", "el us qua", "ble ing st ro", ""]
@@ -95,6 +93,7 @@ def _keras_outputs(pretrainer, sp_model, texts, texts_b, seq_length):
                     for k in ("pooled_output", "sequence_output")}
 
 
+@pytest.mark.slow
 def test_fresh_process_serves_strings_like_keras(exported_albert, tmp_path):
     job = {"path": exported_albert.paths["serving"], "texts": TEXTS,
            "texts_b": TEXTS_B, "output": str(tmp_path / "out.npz"),

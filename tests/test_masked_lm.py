@@ -90,6 +90,7 @@ def test_masks_follow_the_project_rules(model, albert_spm_model):
     assert (other.numpy() != inputs["input_word_ids"]).any()
 
 
+@pytest.mark.slow
 def test_fit_lowers_the_masked_lm_loss(albert_spm_model):
     # No keras.utils.set_random_seed here: it clears TensorFlow's kernel
     # cache, which holds the SentencePiece resource of every tokenizer built
@@ -139,7 +140,7 @@ def test_fill_mask_and_predict_agree(model, albert_spm_model):
                                        atol=1e-5)
 
 
-def test_save_load_and_export_serve_in_a_fresh_process(model, tmp_path):
+def test_save_and_load_keep_predictions(model, tmp_path):
     logits = model.predict(QUERIES, verbose=0)
     answers = model.fill_mask(QUERIES, top_k=3)
     path = str(tmp_path / "model.keras")
@@ -149,6 +150,10 @@ def test_save_load_and_export_serve_in_a_fresh_process(model, tmp_path):
     assert loaded.fill_mask(QUERIES, top_k=3) == answers
     assert loaded.get_config()["seq_length"] == 32
 
+
+@pytest.mark.slow
+def test_export_serves_in_a_fresh_process(model, tmp_path):
+    answers = model.fill_mask(QUERIES, top_k=3)
     paths = export_tasks.export_masked_lm(model, str(tmp_path / "serving"),
                                           top_k=3, save_keras=False)
     assert sorted(paths) == ["encoder", "preprocessor", "serving"]

@@ -154,6 +154,7 @@ _MIRRORED_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_mirrored_and_accumulation_match_single_device(tmp_path):
     """2 logical CPUs (and 2 micro-batches) vs one device, same global batch."""
     data = write_records(str(tmp_path / "data.tfrecord"), 16)

@@ -9,8 +9,6 @@ import pytest
 from export import graph_ops
 from export import serving_compat
 
-# Exports a classifier and a span extractor (about 20 s on 2 cores).
-pytestmark = pytest.mark.slow
 
 _GUIDE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))), "docs", "serving.md")
@@ -28,23 +26,11 @@ def _without(table, op, release="2.19"):
 
 
 @pytest.fixture(scope="module")
-def task_exports(exported_albert, tmp_path_factory):
-    """A fine-tuned classifier and span extractor (random heads on the tiny
-    exported encoder), exported as the fine-tuning programs export them."""
-    from albert_tf.models import task_models
-    from export import tasks
-
-    encoder = exported_albert.pretrainer.encoder
-    spm = os.path.join(exported_albert.model_dir, "spm.model")
-    export_dir = str(tmp_path_factory.mktemp("task_serving"))
-    return {
-        "albert_classifier": tasks.export_classifier(
-            task_models.AlbertClassifier(encoder, 2), spm, export_dir,
-            labels=["no", "yes"], max_seq_length=32),
-        "albert_squad": tasks.export_span_extractor(
-            task_models.AlbertSpanExtractor(encoder, with_no_answer=True),
-            spm, export_dir, max_seq_length=32, max_query_length=8),
-    }
+def task_exports(exported_tasks):
+    """A fine-tuned classifier and span extractor (random weights), exported
+    as the fine-tuning programs export them: the session's exports."""
+    return {name: exported_tasks.paths[name]
+            for name in ("albert_classifier", "albert_squad")}
 
 
 @pytest.fixture(scope="module")

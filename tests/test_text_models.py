@@ -40,6 +40,7 @@ def _encoder():
     return AlbertEncoder(config)
 
 
+@pytest.mark.slow
 def test_compile_fit_evaluate_predict_on_python_lists(albert_spm_model):
     keras.utils.set_random_seed(0)
     model = AlbertTextClassifier(_encoder(), 2, spm_model=albert_spm_model,
@@ -60,9 +61,13 @@ def test_compile_fit_evaluate_predict_on_python_lists(albert_spm_model):
     model.fit(dataset, epochs=1, verbose=0)
 
 
-def test_save_load_and_export_serve_in_a_fresh_process(albert_spm_model, tmp_path):
-    model = AlbertTextClassifier(_encoder(), 3, spm_model=albert_spm_model,
-                                 seq_length=16)
+def _classifier(albert_spm_model):
+    return AlbertTextClassifier(_encoder(), 3, spm_model=albert_spm_model,
+                                seq_length=16)
+
+
+def test_save_and_load_keep_predictions(albert_spm_model, tmp_path):
+    model = _classifier(albert_spm_model)
     texts = ["the quick fox", "hello world", "a lazy dog jumps"]
     logits = model.predict(texts, verbose=0)
     path = str(tmp_path / "model.keras")
@@ -71,6 +76,12 @@ def test_save_load_and_export_serve_in_a_fresh_process(albert_spm_model, tmp_pat
     np.testing.assert_allclose(loaded.predict(texts, verbose=0), logits,
                                atol=1e-5)
 
+
+@pytest.mark.slow
+def test_export_serves_in_a_fresh_process(albert_spm_model, tmp_path):
+    model = _classifier(albert_spm_model)
+    texts = ["the quick fox", "hello world", "a lazy dog jumps"]
+    logits = model.predict(texts, verbose=0)
     version = export_tasks.export_text_classifier(
         model, str(tmp_path / "serving"), labels=["a", "b", "c"])
     code = (

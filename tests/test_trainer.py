@@ -148,6 +148,7 @@ def test_diverging_resumed_run_stops_and_keeps_the_good_checkpoints(tmp_path):
         assert _all_finite(os.path.join(out, name)), name
 
 
+@pytest.mark.slow
 def test_diverging_cli_run_says_one_line_and_exits_nonzero(tmp_path):
     data, out = _healthy_run(tmp_path)
     config = os.path.join(out, "albert_config.json")
