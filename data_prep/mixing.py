@@ -61,10 +61,28 @@ def _fields(data, start, end):
             raise ValueError("Not a tf.train.Example: wire type %d." % kind)
 
 
-def input_ids(record):
-    """The `input_ids` of a serialized `tf.train.Example` (int64 array;
-    empty if it has none)."""
-    data = bytes(record)
+_INPUT_IDS_KEY = b"\n\tinput_ids"  # A map entry's key field.
+
+
+def _input_ids_payload(data):
+    """The packed varint bytes of `input_ids` in a serialized Example.
+
+    The builder writes the features in name order, so `input_ids` comes
+    first and its key is found at once; anything else takes the slow walk
+    over the fields.
+    """
+    at = data.find(_INPUT_IDS_KEY)
+    if at >= 0:
+        position = at + len(_INPUT_IDS_KEY)
+        try:
+            for tag in (0x12, 0x1A, 0x0A):  # Feature, Int64List, packed.
+                if data[position] != tag:
+                    break
+                length, position = _varint(data, position + 1)
+            else:
+                return data[position:position + length]
+        except IndexError:
+            pass
     for _, f_start, f_end in _fields(data, 0, len(data)):  # Example.features
         for _, e_start, e_end in _fields(data, f_start, f_end):  # map entries
             entry = list(_fields(data, e_start, e_end))
@@ -73,22 +91,37 @@ def input_ids(record):
             for _, v_start, v_end in entry[1:]:  # Feature
                 for _, l_start, l_end in _fields(data, v_start, v_end):
                     for _, p_start, p_end in _fields(data, l_start, l_end):
-                        return _packed_varints(data[p_start:p_end])
-    return np.zeros(0, np.int64)
+                        return data[p_start:p_end]
+    return b""
 
 
-def _packed_varints(payload):
-    """Decodes packed varints (all at once, with numpy)."""
-    raw = np.frombuffer(payload, np.uint8)
+def input_ids(record):
+    """The `input_ids` of a serialized `tf.train.Example` (int64 array;
+    empty if it has none)."""
+    return _packed_varints([_input_ids_payload(bytes(record))])[0]
+
+
+def _packed_varints(payloads):
+    """Decodes packed varint payloads, all at once with numpy.
+
+    Returns:
+        `(values, counts)`: every payload's int64 values one after the
+        other, and how many each payload holds.
+    """
+    raw = np.frombuffer(b"".join(payloads), np.uint8)
     if not raw.size:
-        return np.zeros(0, np.int64)
+        return np.zeros(0, np.int64), np.zeros(len(payloads), np.int64)
     last = raw < 0x80
+    ends = np.cumsum([len(p) for p in payloads])
+    counts = np.diff(np.concatenate([[0], np.cumsum(last)])[
+        np.concatenate([[0], ends])])
     value_index = np.concatenate([[0], np.cumsum(last[:-1])])
     first = np.concatenate([[True], last[:-1]])
     starts = np.flatnonzero(first)
     shift = 7 * (np.arange(raw.size) - starts[value_index])
     parts = (raw & 0x7F).astype(np.int64) << shift
-    return np.bincount(value_index, weights=parts).astype(np.int64)
+    values = np.bincount(value_index, weights=parts).astype(np.int64)
+    return values, counts
 
 
 def _mean_jsd(histograms):
@@ -142,7 +175,7 @@ class MixingMeter:
         """Counts the next record of the output order (serialized Example;
         a framed record is unwrapped)."""
         if self._position % self.stride == 0:
-            self._batch.append(input_ids(record))
+            self._batch.append(_input_ids_payload(bytes(record)))
             self._batch_rows.append(self._sampled)
             self._sampled += 1
             if len(self._batch) >= _BATCH:
@@ -159,9 +192,8 @@ class MixingMeter:
     def _flush(self):
         if not self._batch:
             return
-        lengths = [ids.size for ids in self._batch]
-        ids = np.concatenate(self._batch)
-        rows = np.repeat(self._batch_rows, lengths)
+        ids, counts = _packed_varints(self._batch)
+        rows = np.repeat(self._batch_rows, counts)
         keep = (ids > 0) & (ids < self.vocab_size)
         ids, rows = ids[keep], rows[keep]
         for h, labels in zip(self._histograms, self._labels):
