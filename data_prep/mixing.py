@@ -249,7 +249,12 @@ def measure_files(paths, total_records, vocab_size,
     try:
         readers = [_frames(s, p) for s, p in zip(streams, paths)]
         for position in range(total_records):
-            meter.add_frame(next(readers[position % len(readers)]))
+            shard = position % len(readers)
+            frame = next(readers[shard], None)
+            if frame is None:
+                raise ValueError("TFRecord file %s ends before record %d of "
+                                 "the output." % (paths[shard], position))
+            meter.add_frame(frame)
     finally:
         for stream in streams:
             stream.close()
