@@ -305,7 +305,7 @@ def check_shuffle_memory(shuffle_memory_bytes):
     if shuffle_memory_bytes < MIN_SHUFFLE_MEMORY_BYTES:
         raise ValueError(
             "shuffle_memory_mb must be at least %g (MB of records sorted in "
-            "memory at a time). Received: %g" % (
+            "memory at a time). Received: %.4g" % (
                 MIN_SHUFFLE_MEMORY_BYTES / (1 << 20),
                 shuffle_memory_bytes / (1 << 20)))
 
