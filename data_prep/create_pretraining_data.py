@@ -99,7 +99,7 @@ class Options:
         "temporary files beside the output). --noglobal_shuffle: the chunk "
         "order, each chunk's records shuffled among themselves (one pass).")
     shuffle_memory_mb: float = option(
-        48.0,
+        32.0,
         "Records sorted in memory at a time by the global shuffle, in MB (one "
         "bucket of the temporary files). Does not change the output.")
     dynamic_masking: bool = option(

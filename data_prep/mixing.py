@@ -165,7 +165,7 @@ class MixingMeter:
         self._labels = np.stack(
             [blocks] + [rng.permutation(blocks) for _ in range(PERMUTATIONS)])
         self._histograms = np.zeros((1 + PERMUTATIONS, BLOCKS * vocab_size),
-                                    np.int64)
+                                    np.int32)
         self._position = 0
         self._sampled = 0
         self._batch, self._batch_rows = [], []

@@ -74,7 +74,7 @@ from data_prep import tfrecord
 from data_prep import vocab
 
 # Records sorted in memory at a time by the global shuffle (one bucket).
-DEFAULT_SHUFFLE_MEMORY_BYTES = 48 << 20
+DEFAULT_SHUFFLE_MEMORY_BYTES = 32 << 20
 MIN_SHUFFLE_MEMORY_BYTES = 1 << 20
 
 # Named through the pipeline by its callers.
