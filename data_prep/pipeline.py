@@ -494,5 +494,8 @@ def create_pretraining_data(
     tfrecord.write_text_atomically(plan.stats_path,
                                    json.dumps(stats, indent=2) + "\n")
     output_lib.remove_earlier_outputs(plan.earlier, output_file)
+    for stale in shuffle.stale_temp_dirs(plan.shard_paths[0]):
+        logging.info("Removing %s, left by a killed run.", stale)
+        filesystems.remove_tree(stale)
     stats_lib.log_summary(stats, read_counters, plan.stats_path)
     return stats

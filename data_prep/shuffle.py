@@ -36,6 +36,7 @@ length's checksum, checked when the bucket is read back: `BucketError`).
 """
 
 import os
+import re
 import uuid
 
 import numpy as np
@@ -111,6 +112,28 @@ def temp_dir(first_shard, kind=TEMP_INFIX):
     directory, name = os.path.split(first_shard)
     stem = name.split(".")[0] or name
     return "%s/%s%s%s" % (directory or ".", stem, kind, uuid.uuid4().hex[:12])
+
+
+def stale_temp_dirs(first_shard):
+    """Temporary directories of earlier runs of the same output that were
+    killed before they could remove them (`temp_dir` names holding nothing
+    but bucket files). Local paths only.
+
+    Returns:
+        Their paths, sorted.
+    """
+    if filesystems.is_remote(first_shard):
+        return []
+    directory, name = os.path.split(first_shard)
+    pattern = re.compile(re.escape((name.split(".")[0] or name) + TEMP_INFIX)
+                         + "[0-9a-f]{12}$")
+    found = []
+    for entry in sorted(filesystems.listdir(directory)):
+        path = os.path.join(directory, entry)
+        if pattern.match(entry) and os.path.isdir(path) and all(
+                n.startswith("bucket-") for n in os.listdir(path)):
+            found.append(path)
+    return found
 
 
 def bucket_path(directory, bucket, bits):

@@ -438,6 +438,24 @@ def test_interrupted_sort_leaves_no_output_and_no_temporary_files(
     assert os.listdir(tmp_path / "x") == []
 
 
+def test_a_killed_runs_temporary_files_go_with_the_next_run(
+        tmp_path, corpus_files, spm_model_path):
+    """A killed run (no cleanup) leaves only a temporary directory that no
+    glob over the shards matches; the next run of the output removes it and
+    nothing else."""
+    (tmp_path / "x").mkdir()
+    stale = tmp_path / "x" / ("t" + shuffle.TEMP_INFIX + "0123456789ab")
+    stale.mkdir()
+    (stale / "bucket-02-00000001").write_bytes(b"partial")
+    other = tmp_path / "x" / ("t" + shuffle.TEMP_INFIX + "notours")
+    other.mkdir()
+    assert not glob.glob(str(tmp_path / "x" / "t.tfrecord*"))
+    _global_run(tmp_path, corpus_files, spm_model_path, "x")
+    assert sorted(os.listdir(tmp_path / "x")) == [
+        "t" + shuffle.TEMP_INFIX + "notours", "t.stats.json",
+        "t.tfrecord-00000-of-00002", "t.tfrecord-00001-of-00002"]
+
+
 def test_damaged_bucket_fails_the_run_naming_the_file(
         tmp_path, corpus_files, spm_model_path, monkeypatch):
     real = shuffle.BucketScatter.close
