@@ -36,18 +36,25 @@ _WORK_DIR = flags.DEFINE_string("work_dir", None, "Data and runs (default: a "
                                 "temporary folder).")
 
 ORDERS = ("chunk", "global")
+CACHE_JSON = "data_order.json"
 METRICS = ("masked_lm_loss", "masked_lm_accuracy", "sop_loss", "sop_accuracy")
 
 
 def build_data(data_dir, corpus_chars, dupe_factor):
-    """The quickstart's data with the training records in both orders.
+    """The quickstart's data with the training records in both orders
+    (cached in `data_dir`).
 
     Returns:
-        `(vocabulary, {order: records})`, records as `stages.build_records`
-        returns them.
+        `(vocabulary, {order: records}, {order: block-divergence ratio})`,
+        records as `stages.build_records` returns them.
     """
     from albert_apps.quickstart import stages
     from data_prep import pipeline
+
+    cache = os.path.join(data_dir, CACHE_JSON)
+    if os.path.exists(cache):
+        with open(cache) as f:
+            return tuple(json.load(f))
 
     corpus = stages.write_corpus(data_dir, None, corpus_chars)
     vocabulary = stages.build_vocabulary(corpus, data_dir, 4000, 2)
@@ -69,7 +76,10 @@ def build_data(data_dir, corpus_chars, dupe_factor):
         "instances": chunk_stats["instances"]})
     mixing = {"global": stats["mixing"]["block_divergence_ratio"],
               "chunk": chunk_stats["mixing"]["block_divergence_ratio"]}
-    return vocabulary, {"chunk": chunk, "global": records}, mixing
+    built = (vocabulary, {"chunk": chunk, "global": records}, mixing)
+    with open(cache, "w") as f:
+        json.dump(built, f)
+    return built
 
 
 def run_once(vocabulary, records, output_dir, seed, steps):
