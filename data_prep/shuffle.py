@@ -24,8 +24,8 @@ the bytes. The local builder (`data_prep.pipeline`) makes two passes:
 2. gather: bucket by bucket, the file is read into memory, sorted by key and
    its records written out (`sorted_frames`). A bucket larger than the
    memory budget is first split by the next key bits into smaller files
-   (`_split`), so memory stays bounded even when the first estimate of the
-   output size (`bucket_bits`) was low.
+   (`split_bits`, one streaming pass), so memory stays bounded even when
+   the first estimate of the output size (`bucket_bits`) was low.
 
 The Beam pipeline (`data_prep.beam_pipeline`) uses the same keys and
 buckets, with the runner's GroupByKey as the scatter.
@@ -48,7 +48,7 @@ _KEY_STREAM = 0x5EED5  # Separates the key generator from the chunk's others.
 _KEY_BYTES = 8
 _FRAME_OVERHEAD = 16  # uint64 length, two uint32 checksums.
 MAX_SCATTER_BUCKETS = 256  # Open files of the scatter pass, at most.
-_SPLIT_BITS = 4  # An oversized bucket is split 16 ways (again if need be).
+_MAX_SPLIT_BITS = 8  # An oversized bucket is split up to 256 ways at once.
 TEMP_INFIX = ".shuffle-temp-"
 
 
@@ -299,22 +299,32 @@ def _iter_records(path, remote):
             yield int.from_bytes(head[:_KEY_BYTES], "little"), head + body
 
 
-def _split(path, bits, remote):
-    """Splits an oversized bucket into `2**_SPLIT_BITS` files by the next
-    key bits, in one streaming pass; returns their paths in output order."""
-    shift = 64 - bits - _SPLIT_BITS
+def split_bits(size, memory_bytes):
+    """Key bits that split a bucket of `size` bytes into parts of about
+    `memory_bytes` / 1.25 (a margin for the parts' uneven sizes)."""
+    parts = -(-int(size * 1.25) // max(1, int(memory_bytes)))
+    return min(_MAX_SPLIT_BITS, max(1, (parts - 1).bit_length()))
+
+
+def _split(path, bits, split, remote):
+    """Splits an oversized bucket into `2**split` files by the next key
+    bits, in one streaming pass; returns their paths in output order."""
+    shift = 64 - bits - split
     parts = {}
     try:
         for key, record in _iter_records(path, remote):
-            part = (key >> shift) & ((1 << _SPLIT_BITS) - 1)
+            part = (key >> shift) & ((1 << split) - 1)
             if part not in parts:
-                parts[part] = filesystems.create("%s.%02d" % (path, part),
-                                                 remote)
+                part_path = "%s.%03d" % (path, part)
+                parts[part] = (  # Small buffers: up to 256 files are open.
+                    filesystems.create(part_path, remote)
+                    if filesystems.is_remote(part_path)
+                    else open(part_path, "wb", buffering=1 << 16))
             parts[part].write(record)
     finally:
         for stream in parts.values():
             stream.close()
-    return ["%s.%02d" % (path, part) for part in sorted(parts)]
+    return ["%s.%03d" % (path, part) for part in sorted(parts)]
 
 
 def sorted_frames(paths, bits, memory_bytes, remote=filesystems.GFILE):
@@ -337,11 +347,11 @@ def sorted_frames(paths, bits, memory_bytes, remote=filesystems.GFILE):
     while pending:
         path, path_bits = pending.pop()
         size = filesystems.size(path, remote)
-        if size > memory_bytes and path_bits + _SPLIT_BITS <= 64:
-            parts = _split(path, path_bits, remote)
+        split = split_bits(size, memory_bytes)
+        if size > memory_bytes and path_bits + split <= 64:
+            parts = _split(path, path_bits, split, remote)
             filesystems.remove(path, remote)
-            pending.extend((p, path_bits + _SPLIT_BITS)
-                           for p in reversed(parts))
+            pending.extend((p, path_bits + split) for p in reversed(parts))
             continue
         data = _read(path, remote)
         if len(data) != size:

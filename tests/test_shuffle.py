@@ -56,6 +56,13 @@ def test_bucket_of_and_bucket_bits():
     assert shuffle.bucket_bits(1 << 40, 1, limit=256) == 8
 
 
+def test_split_bits_leave_room_for_uneven_parts():
+    assert shuffle.split_bits(101, 100) == 1
+    assert shuffle.split_bits(170, 100) == 2  # 1.25 * 170 > 2 * 100.
+    assert shuffle.split_bits(1000, 100) == 4
+    assert shuffle.split_bits(1 << 40, 1 << 20) == 8  # At most 256 parts.
+
+
 def test_output_is_the_key_order_whatever_the_buckets_and_memory(tmp_path):
     frames = _records(3000)
     chunks = [(shuffle.record_keys(7, (0, c), 500), frames[500 * c:500 * c + 500])
