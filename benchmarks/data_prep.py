@@ -5,12 +5,13 @@ r"""Benchmark of `data_prep.create_pretraining_data`: speed and peak memory.
 Builds (once, cached in --work_dir) an English corpus from the Python standard
 library's docstrings (`data_prep.builtin_corpus`) and a unigram SentencePiece
 model on it, then runs the CLI in fresh subprocesses with 1 and 2 local
-workers and as an Apache Beam pipeline on the DirectRunner with 2 worker
-processes (`--runner=DirectRunner --direct_num_workers=2
---direct_running_mode=multi_processing`), all on the same corpus in one
-invocation (`max_seq_length` 128, `dupe_factor` 2: the setting of the
-official figure of about 470 instances/s and 670 MB on one core), and prints
-a table of medians:
+workers, in the global random order (the default) and in the chunk order
+(`--noglobal_shuffle`, one pass), and as an Apache Beam pipeline on the
+DirectRunner with 2 worker processes (`--runner=DirectRunner
+--direct_num_workers=2 --direct_running_mode=multi_processing`), all on the
+same corpus in one invocation, the runs taken in turn (`max_seq_length`
+128, `dupe_factor` 2: the setting of the official figure of about 470
+instances/s and 670 MB on one core), and prints a table of medians:
 
 - instances/s: instances over the builder's own elapsed time (reading,
   tokenizing, masking, encoding, writing; worker start-up included; Python
@@ -21,13 +22,19 @@ a table of medians:
   unaffected by other load on a shared machine;
 - peak memory: the largest sum of resident memory (VmRSS) over the process
   and its workers (Beam's worker processes included), sampled every 20 ms;
+- x official: instances per CPU s over the official script's 470
+  instances/s on one core;
+- vs chunk order: instances per CPU s over that of the chunk-order run with
+  as many workers (the cost of the global shuffle's second pass);
 - vs local: instances/s over that of the local run with as many workers.
-Every run's shards are compared with the first local run's: the Beam row
-must write the same bytes.
+Every run's shards are compared with the first run of its order: the
+other local and the Beam rows must write the same bytes.
 
-A second table (one run each) repeats the corpus 1x, 4x, 16x: longer runs
-amortize the start-up, and the local builder's peak memory does not grow with
-corpus size (the DirectRunner's does: it keeps each step's output in memory).
+A second table (one run each, the local builder in the global order)
+repeats the corpus 1x, 4x, 16x: longer runs amortize the start-up, and the
+peak memory does not grow with corpus size (`--shuffle_memory_mb` bounds
+the bucket sorted in memory). The DirectRunner is left out there: it keeps
+each step's output in memory.
 """
 
 import argparse
@@ -147,9 +154,13 @@ def repeated_corpus(corpus, times):
     return path
 
 
-def measure(corpus, model, out_dir, workers, args, env, beam=False):
+OFFICIAL_INSTANCES_PER_CORE_S = 470.0
+
+
+def measure(corpus, model, out_dir, workers, args, env, beam=False,
+            order="global"):
     """One CLI run; returns a dict of measurements."""
-    name = "%s%d" % ("beam" if beam else "w", workers)
+    name = "%s%d%s" % ("beam" if beam else "w", workers, order)
     output = os.path.join(out_dir, name, "t.tfrecord")
     command = [
         sys.executable, "-m", "data_prep.create_pretraining_data",
@@ -160,7 +171,10 @@ def measure(corpus, model, out_dir, workers, args, env, beam=False):
         "--dupe_factor=%d" % args.dupe_factor,
         "--num_output_shards=%d" % args.num_output_shards,
         "--chunk_mb=%g" % args.chunk_mb,
+        "--shuffle_memory_mb=%g" % args.shuffle_memory_mb,
     ]
+    if order == "chunk":
+        command.append("--noglobal_shuffle")
     if beam:
         command += ["--runner=DirectRunner", "--direct_num_workers=%d" % workers,
                     "--direct_running_mode=multi_processing"]
@@ -175,13 +189,16 @@ def measure(corpus, model, out_dir, workers, args, env, beam=False):
             shards.append(hashlib.sha256(f.read()).hexdigest())
     return dict(instances=stats["instances"], elapsed=stats["elapsed_s"],
                 wall=wall, cpu=cpu, peak_total=peak_total, peak_main=peak_main,
-                read_mb=stats["read"]["bytes"] / 1e6, shards=shards)
+                read_mb=stats["read"]["bytes"] / 1e6, shards=shards,
+                mixing=stats["mixing"]["block_divergence_ratio"])
 
 
 def _runs(args):
-    """`(label, workers, beam)` of each row, locals first."""
-    rows = [("local", int(w), False) for w in args.workers.split(",") if w]
-    rows += [("Beam DirectRunner", int(w), True)
+    """`(label, workers, beam, order)` of each row, locals first."""
+    workers = [int(w) for w in args.workers.split(",") if w]
+    rows = [("local", w, False, "chunk") for w in workers]
+    rows += [("local", w, False, "global") for w in workers]
+    rows += [("Beam DirectRunner", int(w), True, "global")
              for w in args.beam_workers.split(",") if w]
     return rows
 
@@ -195,6 +212,7 @@ def main():
     parser.add_argument("--dupe_factor", type=int, default=2)
     parser.add_argument("--chunk_mb", type=float, default=0.25)
     parser.add_argument("--num_output_shards", type=int, default=2)
+    parser.add_argument("--shuffle_memory_mb", type=float, default=32.0)
     parser.add_argument("--workers", default="1,2",
                         help="Local worker counts ('' to skip).")
     parser.add_argument("--beam_workers", default="2",
@@ -219,50 +237,63 @@ def main():
                        args.max_seq_length, args.dupe_factor, args.chunk_mb,
                        args.num_output_shards, cores, args.repeats))
     print()
-    header = ("| runner | workers | instances | builder s | instances/s | "
-              "per core | CPU s | instances per CPU s | peak RSS MB (all) | "
-              "peak RSS MB (main) | vs local | same bytes |")
+    header = ("| runner | order | workers | instances | builder s | "
+              "instances/s | CPU s | instances per CPU s | x official | "
+              "vs chunk order | peak RSS MB (all) | peak RSS MB (main) | "
+              "vs local | mixing ratio | same bytes |")
     print(header)
-    print("|---|" + "---:|" * (header.count("|") - 3) + "---|")
-    local_rates, reference = {}, None
-    for label, workers, beam in _runs(args):
-        runs = [measure(corpus, model, out_dir, workers, args, env, beam)
-                for _ in range(args.repeats)]
-        reference = reference or runs[0]["shards"]
-        same = all(r["shards"] == reference for r in runs)
-        med = {k: statistics.median(r[k] for r in runs)
-               for k in runs[0] if k != "shards"}
+    print("|---|---|" + "---:|" * (header.count("|") - 4) + "---|")
+    rows = _runs(args)
+    runs = {row: [] for row in rows}
+    for _ in range(args.repeats):  # In turn: load changes hit every row.
+        for row in rows:
+            label, workers, beam, order = row
+            runs[row].append(measure(corpus, model, out_dir, workers, args,
+                                     env, beam, order))
+    local_rates, chunk_per_cpu, references = {}, {}, {}
+    for row in rows:
+        label, workers, beam, order = row
+        reference = references.setdefault(order, runs[row][0]["shards"])
+        same = all(r["shards"] == reference for r in runs[row])
+        med = {k: statistics.median(r[k] for r in runs[row])
+               for k in runs[row][0] if k != "shards"}
         rate = med["instances"] / med["elapsed"]
-        if not beam:
+        per_cpu = med["instances"] / med["cpu"]
+        if not beam and order == "global":
             local_rates[workers] = rate
-        versus = (rate / local_rates[workers] if workers in local_rates
-                  else float("nan"))
-        used_cores = min(max(1, workers), cores)
-        print("| %s | %d | %d | %.2f | %.0f | %.0f | %.2f | %.0f | %.0f | %.0f "
-              "| %.2f | %s |" % (
-                  label, workers, med["instances"], med["elapsed"], rate,
-                  rate / used_cores, med["cpu"], med["instances"] / med["cpu"],
-                  med["peak_total"], med["peak_main"], versus,
-                  "yes" if same else "NO"), flush=True)
+        if order == "chunk":
+            chunk_per_cpu[workers] = per_cpu
+        versus = (rate / local_rates[workers]
+                  if beam and workers in local_rates else float("nan"))
+        versus_chunk = (per_cpu / chunk_per_cpu[workers]
+                        if order == "global" and not beam
+                        and workers in chunk_per_cpu else float("nan"))
+        print("| %s | %s | %d | %d | %.2f | %.0f | %.2f | %.0f | %.1f | %.2f "
+              "| %.0f | %.0f | %.2f | %.3f | %s |" % (
+                  label, order, workers, med["instances"], med["elapsed"], rate,
+                  med["cpu"], per_cpu, per_cpu / OFFICIAL_INSTANCES_PER_CORE_S,
+                  versus_chunk, med["peak_total"], med["peak_main"], versus,
+                  med["mixing"], "yes" if same else "NO"), flush=True)
 
     scaling = [int(s) for s in args.scaling.split(",") if s]
     if scaling:
         print()
         print("| corpus | MB read | runner | workers | instances | instances/s "
-              "| per core | instances per CPU s | peak RSS MB (all) |")
-        print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
+              "| instances per CPU s | x official | peak RSS MB (all) | "
+              "peak RSS MB (main) |")
+        print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+        workers = [int(w) for w in args.workers.split(",") if w][:1] or [1]
         for times in scaling:
-            for label, workers, beam in _runs(args):
-                run = measure(repeated_corpus(corpus, times), model, out_dir,
-                              workers, args, env, beam)
-                rate = run["instances"] / run["elapsed"]
-                print("| %dx | %.1f | %s | %d | %d | %.0f | %.0f | %.0f | %.0f |"
-                      % (times, run["read_mb"], label, workers,
-                         run["instances"], rate,
-                         rate / min(max(1, workers), cores),
-                         run["instances"] / run["cpu"], run["peak_total"]),
-                      flush=True)
-
+            run = measure(repeated_corpus(corpus, times), model, out_dir,
+                          workers[0], args, env)
+            rate = run["instances"] / run["elapsed"]
+            per_cpu = run["instances"] / run["cpu"]
+            print("| %dx | %.1f | local | %d | %d | %.0f | %.0f | %.1f | %.0f "
+                  "| %.0f |" % (times, run["read_mb"], workers[0],
+                                run["instances"], rate, per_cpu,
+                                per_cpu / OFFICIAL_INSTANCES_PER_CORE_S,
+                                run["peak_total"], run["peak_main"]),
+                  flush=True)
 
 if __name__ == "__main__":
     main()

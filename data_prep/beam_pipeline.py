@@ -10,26 +10,35 @@ The local builder's work (`data_prep.pipeline`) as Beam transforms:
     reading units --Reshuffle--> ReadUnit: whole documents in chunks
         (`reader.iter_chunks`; read counters on a side output)
     --Reshuffle--> BuildChunk: preprocess, SentencePiece, pairs, masks,
-        frames (`pipeline.ChunkProcessor`); the records go to one piece file
-        per chunk, the chunk's `(key, count)` down the pipeline
-    --> WriteShard, once per output shard: with every chunk's count known,
-        copies its share of each piece, in chunk order, to
+        frames (`pipeline.ChunkProcessor`); each record with its shuffle key
+        (`shuffle.record_keys`), keyed by its bucket (`shuffle.bucket_of`);
+        the chunk's `(key, count, counters)` down the pipeline
+    --GroupByKey--> SortBucket: a bucket's records sorted by (key, bytes),
+        written to one piece file per bucket; its `(bucket, count)` down the
+        pipeline
+    --> WriteShard, once per output shard: with every bucket's count known,
+        copies its share of each piece, in bucket order, to
         `<shard>.incomplete`
     --> Commit: renames the shards, writes the statistics (a Beam combine of
-        the chunks' and units' counters), removes the earlier run's files and
-        the pieces.
+        the chunks' and units' counters, and the mixing measure read back
+        from the shards), removes the earlier run's files and the pieces.
 
-Bytes. Chunk boundaries, seeds and the sharding rule are the local
-builder's (`data_prep.output`), so the shards are byte-identical to a local
-run with the same input, seed and flags, on any runner. A piece file holds
-`num_output_shards` little-endian uint64 byte sizes, then the chunk's records
-grouped by their index modulo `num_output_shards`: the record at position p
-of the output goes to shard `p % num_output_shards`, so each shard takes one
-whole group of each chunk.
+With `global_shuffle=False` (the chunk order) BuildChunk writes one piece
+per chunk, in the chunk's own order, and WriteShard copies them in chunk
+order: no GroupByKey.
+
+Bytes. Chunk boundaries, seeds, shuffle keys and the sharding rule are the
+local builder's (`data_prep.shuffle`, `data_prep.output`), so the shards are
+byte-identical to a local run with the same input, seed and flags, on any
+runner, whatever the bucket count. A piece file holds `num_output_shards`
+little-endian uint64 byte sizes, then the piece's records grouped by their
+index modulo `num_output_shards`: the record at position p of the output
+goes to shard `p % num_output_shards`, so each shard takes one whole group
+of each piece.
 
 Retries. Every write can run twice: a piece or a shard is written under a
 name of its attempt's own and renamed over its final name (a shard is
-rebuilt whole from the pieces), the chunk list is deduplicated by key, and
+rebuilt whole from the pieces), the piece lists are deduplicated by key, and
 the commit skips what a previous attempt did. So a bundle that a runner
 retries (Dataflow, Flink, Spark, the BundleBasedDirectRunner) rewrites the
 same bytes and no record is written twice. The DirectRunner does not retry:
@@ -37,10 +46,12 @@ the first error fails the pipeline, the launcher removes the temporary files,
 and the earlier run's files stay as they were.
 
 Memory. A worker holds one chunk (its text and records), as a local worker
-does; WriteShard copies 1 MB at a time; the chunk list holds one key and
-count per chunk. Runners stream PCollections between steps; the DirectRunner
-keeps each step's output in memory (here the corpus text between reading and
-building), so it suits tests and small corpora.
+does, or one bucket: the bucket count is set so a bucket holds about
+`shuffle_memory_bytes` of records (`shuffle.bucket_bits`, from a generous
+estimate of the output size). WriteShard copies 1 MB at a time; the piece
+lists hold one key and count per piece. Runners stream PCollections between
+steps and spill the GroupByKey to disk; the DirectRunner keeps each step's
+output in memory, so it suits tests and small corpora.
 
 Workers never import TensorFlow: paths go through Beam's FileSystems
 (`data_prep.filesystems.BEAM`, gs:// with `apache-beam[gcp]`), and the
@@ -63,16 +74,22 @@ from apache_beam.options import pipeline_options as beam_options
 
 from data_prep import filesystems
 from data_prep import instances as instances_lib
+from data_prep import mixing
 from data_prep import output as output_lib
 from data_prep import pipeline
 from data_prep import reader
+from data_prep import shuffle
 from data_prep import statistics as stats_lib
 from data_prep import tfrecord
+from data_prep import vocab
 
 _REMOTE = filesystems.BEAM
 _READ_COUNTERS = "read_counters"
 _COPY_BYTES = 1 << 20
 _SIZE_BYTES = 8  # One uint64 group size in a piece's header.
+_KEYED = "keyed"
+# Buckets of the global shuffle, at most (a GroupByKey's keys).
+_MAX_BUCKETS = 1 << 20
 
 
 def pipeline_options(runner, pipeline_args=()):
@@ -132,6 +149,9 @@ def _check_prism_reachable(options):
 
 
 def _piece_path(temp_dir, key):
+    """The piece of a chunk `(unit, index)`, or of a bucket `(bucket,)`."""
+    if len(key) == 1:
+        return "%s/bucket-%08d" % (temp_dir, key[0])
     return "%s/piece-%06d-%06d" % (temp_dir, key[0], key[1])
 
 
@@ -177,7 +197,8 @@ def write_shard(shard, shard_path, temp_dir, chunk_counts, num_shards):
         shard_path: its final path (written in `temp_dir`, then renamed to
             `<path>.incomplete`).
         temp_dir: the pieces' directory.
-        chunk_counts: `(chunk key, record count)` of every chunk, any order.
+        chunk_counts: `(piece key, record count)` of every piece (chunk or
+            bucket), any order.
         num_shards: the number of shards.
 
     Returns:
@@ -214,12 +235,19 @@ class _ReadUnit(beam.DoFn):
 
 
 class _BuildChunk(beam.DoFn):
-    """A chunk -> its piece file; emits `(key, record count, counters)`."""
+    """A chunk -> its records; emits `(key, record count, counters)`.
 
-    def __init__(self, settings, temp_dir, num_shards):
+    Global shuffle (`bits` set): the records go, keyed, to the `keyed`
+    output as `(bucket, [(shuffle key, frame), ...])`, one element per
+    bucket the chunk reaches. Chunk order (`bits` None): to the chunk's
+    piece file.
+    """
+
+    def __init__(self, settings, temp_dir, num_shards, bits=None):
         self._settings = settings
         self._temp_dir = temp_dir
         self._num_shards = num_shards
+        self._bits = bits
         self._processor = None
 
     def setup(self):
@@ -227,9 +255,36 @@ class _BuildChunk(beam.DoFn):
 
     def process(self, chunk):
         frames, counters = self._processor(chunk)
-        write_piece(_piece_path(self._temp_dir, chunk.key), frames,
-                    self._num_shards)
+        if self._bits is None:
+            write_piece(_piece_path(self._temp_dir, chunk.key), frames,
+                        self._num_shards)
+        else:
+            keys = shuffle.record_keys(self._settings.random_seed, chunk.key,
+                                       len(frames))
+            groups = {}
+            for bucket, key, frame in zip(
+                    shuffle.bucket_of(keys, self._bits).tolist(),
+                    keys.tolist(), frames):
+                groups.setdefault(bucket, []).append((key, frame))
+            for bucket, records in groups.items():
+                yield beam.pvalue.TaggedOutput(_KEYED, (bucket, records))
         yield chunk.key, len(frames), counters
+
+
+class _SortBucket(beam.DoFn):
+    """`(bucket, record lists)` -> the bucket's piece, sorted by
+    `(key, bytes)` as the local builder sorts; emits `((bucket,), count)`."""
+
+    def __init__(self, temp_dir, num_shards):
+        self._temp_dir = temp_dir
+        self._num_shards = num_shards
+
+    def process(self, element):
+        bucket, lists = element
+        records = sorted(record for records in lists for record in records)
+        write_piece(_piece_path(self._temp_dir, (bucket,)),
+                    [frame for _, frame in records], self._num_shards)
+        yield (bucket,), len(records)
 
 
 class _WriteShard(beam.DoFn):
@@ -280,8 +335,9 @@ class _Commit(beam.DoFn):
     """Renames the shards, writes the statistics, removes what is replaced."""
 
     def __init__(self, plan, output_file, temp_dir, instance_options,
-                 settings, start_time):
+                 settings, start_time, vocab_size):
         self._plan = plan
+        self._vocab_size = vocab_size
         self._output_file = output_file
         self._temp_dir = temp_dir
         self._options = instance_options
@@ -300,6 +356,8 @@ class _Commit(beam.DoFn):
             if filesystems.exists(temp_path, _REMOTE):
                 filesystems.rename(temp_path, path, _REMOTE)
         stats = stats_lib.statistics(totals, read_counters, self._options)
+        stats["mixing"] = mixing.measure_files(
+            plan.shard_paths, sum(records_per_shard), self._vocab_size, _REMOTE)
         stats_lib.add_run(stats, plan.inputs, plan.shard_paths,
                           records_per_shard, time.time() - self._start_time,
                           self._settings)
@@ -313,15 +371,15 @@ class _Commit(beam.DoFn):
 
 def _temp_dir(first_shard):
     """A new directory beside the outputs for this run's pieces."""
-    directory, name = os.path.split(first_shard)
-    stem = name.split(".")[0] or name
-    return "%s/%s.beam-temp-%s" % (directory or ".", stem, uuid.uuid4().hex[:12])
+    return shuffle.temp_dir(first_shard, ".beam-temp-")
 
 
 def build_pipeline(root, plan, settings, output_file, chunk_bytes,
-                   max_line_bytes, temp_dir, run_settings, start_time):
+                   max_line_bytes, temp_dir, run_settings, start_time,
+                   bits=None, vocab_size=None):
     """Adds the builder's transforms to the pipeline `root` (see the module
-    docstring)."""
+    docstring); `bits`: the global shuffle's bucket bits, None for the chunk
+    order."""
     num_shards = len(plan.shard_paths)
     options = settings.options
     read = (root
@@ -333,10 +391,17 @@ def build_pipeline(root, plan, settings, output_file, chunk_bytes,
     built = (read.chunks
              | "SpreadChunks" >> beam.Reshuffle()
              | "BuildChunk" >> beam.ParDo(
-                 _BuildChunk(settings, temp_dir, num_shards)))
-    chunk_counts = built | "ChunkCounts" >> beam.MapTuple(
-        lambda key, count, unused_counters: (key, count))
-    totals = (built
+                 _BuildChunk(settings, temp_dir, num_shards, bits)).with_outputs(
+                     _KEYED, main="chunks"))
+    if bits is None:
+        piece_counts = built.chunks | "ChunkCounts" >> beam.MapTuple(
+            lambda key, count, unused_counters: (key, count))
+    else:
+        piece_counts = (built[_KEYED]
+                        | "Buckets" >> beam.GroupByKey()
+                        | "SortBucket" >> beam.ParDo(
+                            _SortBucket(temp_dir, num_shards)))
+    totals = (built.chunks
               | "ChunkCounters" >> beam.MapTuple(
                   lambda unused_key, unused_count, counters: counters)
               | "Totals" >> beam.CombineGlobally(SumFn(
@@ -349,12 +414,12 @@ def build_pipeline(root, plan, settings, output_file, chunk_bytes,
         | "Shards" >> beam.Create(list(enumerate(plan.shard_paths)))
         | "SpreadShards" >> beam.Reshuffle()
         | "WriteShard" >> beam.ParDo(_WriteShard(temp_dir, num_shards),
-                                     beam.pvalue.AsList(chunk_counts)))
+                                     beam.pvalue.AsList(piece_counts)))
     return (root
             | "Start" >> beam.Create([None])
             | "Commit" >> beam.ParDo(
                 _Commit(plan, output_file, temp_dir, options, run_settings,
-                        start_time),
+                        start_time, vocab_size),
                 shard_counts=beam.pvalue.AsList(shard_counts),
                 totals=beam.pvalue.AsSingleton(totals),
                 read_counters=beam.pvalue.AsSingleton(read_counters)))
@@ -378,7 +443,9 @@ def create_pretraining_data(
         pipeline_args=(), options=instances_lib.InstanceOptions(),
         dupe_factor=40, random_seed=12345, do_lower_case=True,
         num_output_shards=1, chunk_bytes=1 << 20,
-        max_line_bytes=reader.DEFAULT_MAX_LINE_BYTES, dynamic_masking=False):
+        max_line_bytes=reader.DEFAULT_MAX_LINE_BYTES, dynamic_masking=False,
+        global_shuffle=True,
+        shuffle_memory_bytes=pipeline.DEFAULT_SHUFFLE_MEMORY_BYTES):
     """Builds the local builder's TFRecords and statistics on a Beam runner.
 
     The arguments not listed are those of
@@ -400,6 +467,7 @@ def create_pretraining_data(
             an input (nothing is written then).
     """
     start_time = time.time()
+    pipeline.check_shuffle_memory(shuffle_memory_bytes)
     beam_pipeline_options = pipeline_options(runner, pipeline_args)
     plan = pipeline.plan_run(input_file, output_file, spm_model_file, options,
                              dupe_factor, num_output_shards, chunk_bytes,
@@ -409,7 +477,13 @@ def create_pretraining_data(
                                       dynamic_masking)
     run_settings = pipeline.run_settings(
         options, dupe_factor, random_seed, do_lower_case,
-        len(plan.shard_paths), chunk_bytes, dynamic_masking)
+        len(plan.shard_paths), chunk_bytes, dynamic_masking, global_shuffle)
+    vocab_size = vocab.load_model(plan.model_proto).get_piece_size()
+    bits = None
+    if global_shuffle:
+        bits = shuffle.bucket_bits(
+            shuffle.estimated_output_bytes(plan.input_bytes, dupe_factor),
+            shuffle_memory_bytes, _MAX_BUCKETS)
     temp_dir = _temp_dir(plan.shard_paths[0])
     logging.info("Beam pipeline on %s: %d input files in %d reading units; "
                  "writing %d shards (%s%s); pieces in %s.", runner,
@@ -419,7 +493,8 @@ def create_pretraining_data(
     try:
         with beam.Pipeline(options=beam_pipeline_options) as root:
             build_pipeline(root, plan, settings, output_file, chunk_bytes,
-                           max_line_bytes, temp_dir, run_settings, start_time)
+                           max_line_bytes, temp_dir, run_settings, start_time,
+                           bits, vocab_size)
     except BaseException as e:
         _clean_up(plan, temp_dir)
         if isinstance(e, reader.InputError) or "No instances could be" in str(e):

@@ -14,9 +14,13 @@ not match it. Input files that are not text (TFRecords, JSON, binary) are
 skipped and named in the log; an output that is also an input is refused
 before anything is written; a rerun replaces the earlier run's shards of the
 same `--output_file` once the new ones are complete (see `data_prep.output`).
-The same inputs and seed give byte-identical output whatever
-`--num_workers` is. See `data_prep.pipeline` for the data flow, the bounded
-memory and what the bounded shuffle means.
+The records are written in one global random order (as the official script
+writes them, but in bounded memory: `--shuffle_memory_mb`), so every shard
+is a random sample of the whole corpus; the statistics file reports how well
+the output is mixed (`mixing`). The same inputs and seed give byte-identical
+output whatever `--num_workers` and `--shuffle_memory_mb` are. See
+`data_prep.pipeline` for the data flow and the bounded memory, and
+`data_prep.shuffle` for the shuffle.
 
 Past one machine, `--runner=DataflowRunner` (or FlinkRunner, SparkRunner,
 DirectRunner, PrismRunner) runs the same work as an Apache Beam pipeline and
@@ -86,8 +90,18 @@ class Options:
         "shards of the same --output_file once the new ones are complete.")
     chunk_mb: float = option(
         1.0,
-        "Text per work unit and per shuffle window, in MB. Memory grows with "
-        "chunk_mb * dupe_factor * num_workers.")
+        "Text per work unit, in MB (and the shuffle window with "
+        "--noglobal_shuffle). Memory grows with chunk_mb * dupe_factor * "
+        "num_workers.")
+    global_shuffle: bool = option(
+        True,
+        "Write all records in one global random order (two passes through "
+        "temporary files beside the output). --noglobal_shuffle: the chunk "
+        "order, each chunk's records shuffled among themselves (one pass).")
+    shuffle_memory_mb: float = option(
+        32.0,
+        "Records sorted in memory at a time by the global shuffle, in MB (one "
+        "bucket of the temporary files). Does not change the output.")
     dynamic_masking: bool = option(
         False,
         "Write the records without masks (no masked_lm_* features), for "
@@ -125,7 +139,9 @@ def main(options, pipeline_args=()):
         num_output_shards=options.num_output_shards,
         chunk_bytes=max(1, int(options.chunk_mb * (1 << 20))),
         max_line_bytes=options.max_line_bytes,
-        dynamic_masking=options.dynamic_masking)
+        dynamic_masking=options.dynamic_masking,
+        global_shuffle=options.global_shuffle,
+        shuffle_memory_bytes=int(options.shuffle_memory_mb * (1 << 20)))
     if options.runner:
         filesystems.require_beam()
         from data_prep import beam_pipeline  # Imports Apache Beam.

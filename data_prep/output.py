@@ -25,16 +25,25 @@ Replacing a run, never losing data:
 
 Order and sharding, one rule for the local builder and the Beam pipeline
 (so both write the same bytes for the same input, seed and flags):
-- the output order is the chunks in corpus order (`reader.Chunk.key`: the
-  reading unit, then the chunk within it), each chunk's records in the
-  chunk's own seeded shuffled order;
+- the output order is one global random order: the records sorted by their
+  seeded shuffle keys (`data_prep.shuffle`); with `--noglobal_shuffle`, the
+  chunks in corpus order (`reader.Chunk.key`: the reading unit, then the
+  chunk within it), each chunk's records in the chunk's own seeded shuffled
+  order;
 - the record at position p of that order goes to shard `p % num_shards`
-  (`shard_of`), so shard sizes differ by at most one record.
+  (`shard_of`), so shard sizes differ by at most one record, and in the
+  global order every shard is a random sample of the whole output.
 The local builder deals records as they come (`ShardSet`). The Beam pipeline
-knows a chunk's position only once every earlier chunk is counted, so each
-chunk's records are stored grouped by their index modulo `num_shards`, and
-each shard then copies, chunk by chunk, the one group that falls to it
-(`data_prep.beam_pipeline`).
+knows a piece's position (a bucket of the shuffle, or a chunk) only once
+every earlier piece is counted, so each piece's records are stored grouped
+by their index modulo `num_shards`, and each shard then copies, piece by
+piece, the one group that falls to it (`data_prep.beam_pipeline`).
+
+Temporary files. Besides the `.incomplete` shards, the global shuffle keeps
+its buckets in a directory beside the shards, `<stem>.shuffle-temp-<id>`
+(`data_prep.shuffle.temp_dir`), removed at the end of the run, also after an
+error; a glob over the shards (`train.tfrecord*`) never matches it, and the
+next run of the same output removes one that a killed run left.
 """
 
 import json

@@ -6,28 +6,35 @@ Data flow (memory stays bounded whatever the corpus size):
              ~chunk_bytes each)-->
     chunk --(worker: preprocess, SentencePiece once per line, pairs for every
              dupe, shuffle within the chunk, mask, encode, frame)--> records
-    --(main: round-robin over output shards, in chunk order)--> files
+    --(main, pass 1: each record, with its shuffle key, to a temporary
+       bucket file)--> buckets
+    --(main, pass 2: bucket by bucket, sorted by key, dealt round-robin over
+       the output shards)--> files
 
 This is the local runner. `data_prep.beam_pipeline` runs the same chunk
 work (`ChunkProcessor`) as Apache Beam transforms and writes the same bytes.
 
+Order: one global random order (`data_prep.shuffle`), as the official
+script writes (it shuffles all instances in memory). Every record has a
+64-bit key drawn from a generator seeded by `(random_seed, chunk key)`; the
+output is the records sorted by key, a uniform random permutation of all
+instances, so the `dupe_factor` maskings of a document and the parts of the
+corpus are spread over the whole output, and every shard is a random sample
+of it. The sort is done in buckets of at most `shuffle_memory_bytes` each:
+records go to temporary files beside the output (removed at the end, also
+after an error), and each bucket is then sorted in memory and written.
+
 Reproducibility: chunk boundaries depend only on the input, each chunk draws
 from generators seeded by `(random_seed, chunk key)`, and records go to the
-shards by one rule (`data_prep.output`: chunk order, then the chunk's
-shuffled order, dealt round-robin). So the output is byte-identical for a
-given input and seed whatever `num_workers` is, and on any Beam runner.
+shards by one rule (`data_prep.output`: the output order dealt round-robin).
+So the output is byte-identical for a given input and seed whatever
+`num_workers`, the bucket count or the memory budget is, and on any Beam
+runner.
 
-What the shuffle means for example order. The official script shuffles all
-instances of the whole corpus (and needs them all in memory). Here the
-instances of one chunk (all `dupe_factor` copies of its documents, about
-`chunk_bytes` of text) are shuffled together, and chunks follow each other
-in corpus order. So the output is shuffled locally, not globally: corpus
-order survives at the scale of chunks, and the duplicates of a document (its
-different maskings) sit within one chunk. A larger `chunk_bytes` widens the
-window (memory grows with it). Training should shuffle the shard files and
-interleave them, with its own shuffle buffer, as the ALBERT input pipeline
-does; shuffle the input files beforehand if the corpus is ordered (by topic,
-source or date).
+`global_shuffle=False` writes the older chunk order instead: chunks in corpus
+order, each shuffled within itself (about `chunk_bytes` of text and all
+`dupe_factor` maskings of its documents), in one pass. The statistics file
+reports how well the output is mixed (`data_prep.mixing`) in either mode.
 
 `dynamic_masking` writes the records without masks (`input_ids`,
 `input_mask`, `segment_ids`, `token_boundary`, `next_sentence_labels`), for
@@ -35,7 +42,8 @@ source or date).
 the same rules.
 
 Memory: at most `2 * num_workers` chunks are in flight (their text and
-records).
+records), plus the scatter buffers (16 MB) in pass 1 and one bucket in
+pass 2.
 """
 
 import collections
@@ -53,15 +61,21 @@ from absl import logging
 from data_prep import filesystems
 from data_prep import instances as instances_lib
 from data_prep import masking
+from data_prep import mixing
 from data_prep import output as output_lib
 from data_prep import progress
 from data_prep import reader
 from data_prep import schema
+from data_prep import shuffle
 from data_prep import static_masking
 from data_prep import statistics as stats_lib
 from data_prep import text as text_lib
 from data_prep import tfrecord
 from data_prep import vocab
+
+# Records sorted in memory at a time by the global shuffle (one bucket).
+DEFAULT_SHUFFLE_MEMORY_BYTES = 32 << 20
+MIN_SHUFFLE_MEMORY_BYTES = 1 << 20
 
 # Named through the pipeline by its callers.
 output_paths = output_lib.output_paths
@@ -177,11 +191,19 @@ def _init_worker(settings):
 
 
 def _run_worker(chunk):
-    return _WORKER(chunk)
+    return (chunk.key, *_WORKER(chunk))
+
+
+def _process_serial(chunks, settings):
+    """Yields `(chunk key, frames, counters)` in chunk order, working here."""
+    processor = ChunkProcessor(settings)
+    for chunk in chunks:
+        yield (chunk.key, *processor(chunk))
 
 
 def _process_parallel(chunks, settings, num_workers):
-    """Yields chunk results in chunk order, at most 2 per worker in flight."""
+    """Yields `(chunk key, frames, counters)` in chunk order, at most 2
+    chunks per worker in flight."""
     # Workers never use TensorFlow. "fork" starts them at once; it is used
     # only where it is safe: on Linux, and before TensorFlow (with its
     # threads) is loaded in this process. Otherwise "spawn" starts them clean.
@@ -264,13 +286,28 @@ def plan_run(input_file, output_file, spm_model_file, options, dupe_factor,
 
 
 def run_settings(options, dupe_factor, random_seed, do_lower_case,
-                 num_output_shards, chunk_bytes, dynamic_masking):
+                 num_output_shards, chunk_bytes, dynamic_masking,
+                 global_shuffle=True):
     """The settings recorded in the statistics file (everything that shapes
     the bytes written)."""
     return dict(dataclasses.asdict(options), dupe_factor=dupe_factor,
                 random_seed=random_seed, do_lower_case=do_lower_case,
                 num_output_shards=num_output_shards, chunk_bytes=chunk_bytes,
-                dynamic_masking=dynamic_masking)
+                dynamic_masking=dynamic_masking, global_shuffle=global_shuffle)
+
+
+def check_shuffle_memory(shuffle_memory_bytes):
+    """Refuses a memory budget too small for one bucket.
+
+    Raises:
+        ValueError: naming the flag and the value.
+    """
+    if shuffle_memory_bytes < MIN_SHUFFLE_MEMORY_BYTES:
+        raise ValueError(
+            "shuffle_memory_mb must be at least %g (MB of records sorted in "
+            "memory at a time). Received: %.4g" % (
+                MIN_SHUFFLE_MEMORY_BYTES / (1 << 20),
+                shuffle_memory_bytes / (1 << 20)))
 
 
 def no_instances_error(read_counters, one_sentence_documents):
@@ -282,50 +319,71 @@ def no_instances_error(read_counters, one_sentence_documents):
                     read_counters.lines))
 
 
-def _write_shards(results, shard_paths, totals, read_counters,
-                  progress_interval_s, total_bytes=None):
-    """Deals the workers' records to the shards and commits them.
+class _Progress:
+    """Reading progress: a bar on a terminal (bytes read, rate, ETA), else a
+    log line at times."""
+
+    def __init__(self, totals, read_counters, interval_s, total_bytes):
+        self._totals = totals
+        self._read = read_counters
+        self._interval_s = interval_s
+        self._start = self._last_log = time.time()
+        self._interactive = progress.interactive()
+        self._bar = progress.bar(total=total_bytes, description="read",
+                                 unit="B", enabled=self._interactive)
+        self._bar_bytes = 0
+
+    def update(self):
+        count = self._totals.counts
+        self._bar.update(self._read.bytes - self._bar_bytes)
+        self._bar_bytes = self._read.bytes
+        self._bar.set_postfix_str("%d instances" % count["instances"])
+        now = time.time()
+        if now - self._last_log >= self._interval_s and not self._interactive:
+            self._last_log = now
+            logging.info(
+                "Progress: %d chunks, %d documents, %.1f MB read, %d "
+                "instances (%.0f instances/s).", count["chunks"],
+                count["documents"], self._read.bytes / 1e6,
+                count["instances"], count["instances"] / (now - self._start))
+
+    def close(self):
+        self._bar.close()
+
+
+def _write_chunk_order(results, shards, totals, progress_):
+    """One pass: each chunk's records as they come."""
+    for _, frames, counters in results:
+        totals.add(counters)
+        progress_.update()
+        for frame in frames:
+            shards.write(frame)
+    progress_.close()
+
+
+def _write_global_order(results, shards, totals, progress_, random_seed,
+                        temp_dir, bits, shuffle_memory_bytes, vocab_size):
+    """Two passes (see `data_prep.shuffle`): scatter into buckets, then
+    write them sorted.
 
     Returns:
-        Records written to each shard.
-
-    Raises:
-        reader.InputError: no instance at all (nothing is committed).
+        The mixing measure (`data_prep.mixing`) of the output order.
     """
-    shards = output_lib.ShardSet(shard_paths)
-    start_time = last_log = time.time()
-    # On a terminal a bar (bytes read, rate, ETA); else a log line at times.
-    interactive = progress.interactive()
-    bar = progress.bar(total=total_bytes, description="read", unit="B",
-                       enabled=interactive)
-    bar_bytes = 0
-    try:
-        for frames, counters in results:
-            totals.add(counters)
-            bar.update(read_counters.bytes - bar_bytes)
-            bar_bytes = read_counters.bytes
-            bar.set_postfix_str("%d instances" % totals.counts["instances"])
-            for frame in frames:
-                shards.write(frame)
-            now = time.time()
-            if now - last_log >= progress_interval_s and not interactive:
-                last_log = now
-                count = totals.counts
-                logging.info(
-                    "Progress: %d chunks, %d documents, %.1f MB read, %d "
-                    "instances (%.0f instances/s).", count["chunks"],
-                    count["documents"], read_counters.bytes / 1e6,
-                    count["instances"], count["instances"] / (now - start_time))
-        if not shards.written:
-            raise no_instances_error(
-                read_counters, totals.counts["one_sentence_documents"])
-        shards.commit()
-    except BaseException:
-        shards.abort()
-        raise
-    finally:
-        bar.close()
-    return shards.counts
+    scatter = shuffle.BucketScatter(temp_dir, bits)
+    for key, frames, counters in results:
+        totals.add(counters)
+        scatter.add(shuffle.record_keys(random_seed, key, len(frames)), frames)
+        progress_.update()
+    progress_.close()
+    paths = scatter.close()
+    logging.info("Sorting %d records (%.1f MB) in %d buckets of at most "
+                 "%.0f MB.", totals.counts["instances"], scatter.bytes / 1e6,
+                 len(paths), shuffle_memory_bytes / 1e6)
+    meter = mixing.MixingMeter(totals.counts["instances"], vocab_size)
+    for frame in shuffle.sorted_frames(paths, bits, shuffle_memory_bytes):
+        shards.write(frame)
+        meter.add_frame(frame)
+    return meter.result()
 
 
 def create_pretraining_data(
@@ -334,7 +392,8 @@ def create_pretraining_data(
         random_seed=12345, do_lower_case=True, num_workers=1,
         num_output_shards=1, chunk_bytes=1 << 20,
         max_line_bytes=reader.DEFAULT_MAX_LINE_BYTES,
-        progress_interval_s=30.0, dynamic_masking=False):
+        progress_interval_s=30.0, dynamic_masking=False, global_shuffle=True,
+        shuffle_memory_bytes=DEFAULT_SHUFFLE_MEMORY_BYTES):
     """Builds pretraining TFRecords (official schema) and a statistics file.
 
     Inputs that are not text (TFRecords, JSON, binary) are skipped and
@@ -353,11 +412,16 @@ def create_pretraining_data(
         num_workers: worker processes; <= 1 works in this process. Does not
             change the output.
         num_output_shards: shards when `output_file` is a single path.
-        chunk_bytes: text per work unit and shuffle window (characters).
+        chunk_bytes: text per work unit (characters); the shuffle window
+            without `global_shuffle`.
         max_line_bytes: longer lines are skipped (and counted).
         progress_interval_s: seconds between progress log lines.
         dynamic_masking: write records without masks (see the module
             docstring).
+        global_shuffle: one random order of all records (two passes); False:
+            the chunk order (one pass).
+        shuffle_memory_bytes: records sorted in memory at a time (one
+            bucket); does not change the output.
 
     Returns:
         The statistics dict (also written to `output.stats_path(output_file)`,
@@ -368,39 +432,70 @@ def create_pretraining_data(
         vocab.SpecialPiecesError: the SentencePiece model is unusable.
         ValueError: bad options, or an output that is also an input (nothing
             is written then).
+        shuffle.BucketError: a temporary file was damaged during the run.
     """
+    check_shuffle_memory(shuffle_memory_bytes)
     plan = plan_run(input_file, output_file, spm_model_file, options,
                     dupe_factor, num_output_shards, chunk_bytes)
     settings = ChunkSettings(plan.model_proto, options, dupe_factor,
                              random_seed, do_lower_case, dynamic_masking)
-    logging.info("Reading %d input files; writing %d shards (%s%s); %d workers.",
-                 len(plan.inputs), len(plan.shard_paths), plan.shard_paths[0],
+    vocab_size = vocab.load_model(plan.model_proto).get_piece_size()
+    logging.info("Reading %d input files; writing %d shards (%s%s) in %s "
+                 "order; %d workers.", len(plan.inputs), len(plan.shard_paths),
+                 plan.shard_paths[0],
                  ", ..." if len(plan.shard_paths) > 1 else "",
+                 "a global random" if global_shuffle else "chunk",
                  max(1, num_workers))
 
     read_counters = reader.ReadCounters()
     chunks = reader.iter_corpus_chunks(plan.units, read_counters, chunk_bytes,
                                        max_line_bytes)
     results = (_process_parallel(chunks, settings, num_workers)
-               if num_workers > 1 else map(ChunkProcessor(settings), chunks))
+               if num_workers > 1 else _process_serial(chunks, settings))
     totals = stats_lib.Totals(options.ngram)
+    progress_ = _Progress(totals, read_counters, progress_interval_s,
+                          plan.input_bytes)
     start_time = time.time()
+    temp_dir = shuffle.temp_dir(plan.shard_paths[0])
+    shards = output_lib.ShardSet(plan.shard_paths)
     try:
-        records_per_shard = _write_shards(
-            results, plan.shard_paths, totals, read_counters,
-            progress_interval_s, plan.input_bytes)
+        if global_shuffle:
+            bits = shuffle.bucket_bits(
+                shuffle.estimated_output_bytes(plan.input_bytes, dupe_factor),
+                shuffle_memory_bytes, shuffle.MAX_SCATTER_BUCKETS)
+            mixed = _write_global_order(
+                results, shards, totals, progress_, random_seed, temp_dir,
+                bits, shuffle_memory_bytes, vocab_size)
+        else:
+            _write_chunk_order(results, shards, totals, progress_)
+        if not shards.written:
+            raise no_instances_error(
+                read_counters, totals.counts["one_sentence_documents"])
+        shards.commit()
+    except BaseException:
+        shards.abort()
+        raise
     finally:
-        if hasattr(results, "close"):
-            results.close()  # Stops the worker pool, if any.
+        progress_.close()
+        results.close()  # Stops the worker pool, if any.
+        filesystems.remove_tree(temp_dir)
+    if not global_shuffle:
+        mixed = mixing.measure_files(plan.shard_paths, shards.written,
+                                     vocab_size)
 
     stats = stats_lib.statistics(totals, read_counters, options)
+    stats["mixing"] = mixed
     stats_lib.add_run(
-        stats, plan.inputs, plan.shard_paths, records_per_shard,
+        stats, plan.inputs, plan.shard_paths, shards.counts,
         time.time() - start_time,
         run_settings(options, dupe_factor, random_seed, do_lower_case,
-                     len(plan.shard_paths), chunk_bytes, dynamic_masking))
+                     len(plan.shard_paths), chunk_bytes, dynamic_masking,
+                     global_shuffle))
     tfrecord.write_text_atomically(plan.stats_path,
                                    json.dumps(stats, indent=2) + "\n")
     output_lib.remove_earlier_outputs(plan.earlier, output_file)
+    for stale in shuffle.stale_temp_dirs(plan.shard_paths[0]):
+        logging.info("Removing %s, left by a killed run.", stale)
+        filesystems.remove_tree(stale)
     stats_lib.log_summary(stats, read_counters, plan.stats_path)
     return stats

@@ -5,7 +5,8 @@ histogram); the main process sums them (`Totals`; a Beam pipeline combines
 partial sums with `merge`) and writes one JSON file
 beside the shards (its name: `data_prep.output.stats_path`) with the counts,
 the fractions that show the masking and pairing worked as intended, what was
-skipped and the run's settings.
+skipped, how well the output order is mixed (`mixing`, added by the
+builders: `data_prep.mixing`) and the run's settings.
 """
 
 from absl import logging

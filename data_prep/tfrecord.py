@@ -157,6 +157,11 @@ def masked_crc32c(data):
     return int(_mask(crc32c_batch([bytes(data)]))[0])
 
 
+def masked_crc32c_batch(records):
+    """`masked_crc32c` of many byte strings at once (a uint32 array)."""
+    return _mask(crc32c_batch(records))
+
+
 class ShardWriter:
     """Writes one output file under a temporary name until committed.
 

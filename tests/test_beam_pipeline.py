@@ -81,6 +81,30 @@ def test_multi_process_direct_runner(tmp_path, corpus, spm_model_path):
     _same_run(local, beam)
 
 
+def test_many_buckets_and_the_chunk_order_write_the_local_bytes(
+        tmp_path, corpus, spm_model_path, monkeypatch):
+    """64 buckets of the GroupByKey give the bytes of one local bucket; the
+    chunk order (--noglobal_shuffle) is the local chunk order."""
+    local = _build("local", corpus, str(tmp_path / "l" / "t.tfrecord"),
+                   spm_model_path, num_output_shards=2)
+    chunk_local = _build("local", corpus, str(tmp_path / "cl" / "t.tfrecord"),
+                         spm_model_path, num_output_shards=2,
+                         global_shuffle=False)
+    monkeypatch.setattr(beam_pipeline.shuffle, "estimated_output_bytes",
+                        lambda input_bytes, dupe_factor: 64 << 20)
+    beam = _build("DirectRunner", corpus, str(tmp_path / "b" / "t.tfrecord"),
+                  spm_model_path, num_output_shards=2,
+                  shuffle_memory_bytes=1 << 20)
+    chunk_beam = _build("DirectRunner", corpus,
+                        str(tmp_path / "cb" / "t.tfrecord"), spm_model_path,
+                        num_output_shards=2, global_shuffle=False)
+    _same_run(local, beam)
+    _same_run(chunk_local, chunk_beam)
+    assert 0.8 < beam["mixing"]["block_divergence_ratio"] < 1.2
+    assert chunk_beam["mixing"]["block_divergence_ratio"] > 1.3
+    assert chunk_beam["settings"]["global_shuffle"] is False
+
+
 def test_document_longer_than_a_chunk(tmp_path, spm_model_path, corpus_dir):
     # One document (no blank line) of ~60 KB: four chunks of 15 KB, each a
     # separate element, built in separate bundles.
@@ -160,33 +184,37 @@ def _files(directory):
 
 
 class _FailOnce:
-    """Replaces `beam_pipeline.write_piece`: the first time a given chunk's
-    piece is written, writes it whole and then fails, as a worker lost
-    after its output is on disk."""
+    """Replaces `beam_pipeline.write_piece`: the first time a given piece
+    (a chunk's, or a bucket's with the global shuffle) is written, writes it
+    whole and then fails, as a worker lost after its output is on disk."""
 
-    def __init__(self, real, index):
-        self.real, self.index, self.calls = real, index, 0
+    def __init__(self, real, suffix):
+        self.real, self.suffix, self.calls = real, suffix, 0
 
     def __call__(self, path, frames, num_shards):
         self.real(path, frames, num_shards)
-        if path.endswith("-%06d" % self.index):
+        if path.endswith(self.suffix):
             self.calls += 1
             if self.calls == 1:
                 raise RuntimeError("injected failure after writing " + path)
 
 
+@pytest.mark.parametrize("global_shuffle, suffix", [
+    (True, "/bucket-00000000"), (False, "-000001")])
 def test_a_retried_bundle_writes_no_duplicates(tmp_path, corpus,
-                                               spm_model_path, monkeypatch):
+                                               spm_model_path, monkeypatch,
+                                               global_shuffle, suffix):
     """The BundleBasedDirectRunner retries a failed bundle (up to 4
     attempts): the retry rewrites the piece and the shards hold every record
     once."""
     local = _build("local", corpus, str(tmp_path / "l" / "t.tfrecord"),
-                   spm_model_path, num_output_shards=3)
-    failing = _FailOnce(beam_pipeline.write_piece, index=1)
+                   spm_model_path, num_output_shards=3,
+                   global_shuffle=global_shuffle)
+    failing = _FailOnce(beam_pipeline.write_piece, suffix)
     monkeypatch.setattr(beam_pipeline, "write_piece", failing)
     beam = _build("BundleBasedDirectRunner", corpus,
                   str(tmp_path / "b" / "t.tfrecord"), spm_model_path,
-                  num_output_shards=3)
+                  num_output_shards=3, global_shuffle=global_shuffle)
     assert failing.calls >= 2  # Failed after writing, then written again.
     _same_run(local, beam)
 
@@ -200,7 +228,7 @@ def test_a_failure_without_retry_keeps_the_earlier_run(
     before = _files(tmp_path)
     assert len(before) == 3
     monkeypatch.setattr(beam_pipeline, "write_piece",
-                        _FailOnce(beam_pipeline.write_piece, index=0))
+                        _FailOnce(beam_pipeline.write_piece, "/bucket-00000000"))
     with pytest.raises(RuntimeError, match="injected failure"):
         _build("DirectRunner", corpus, out, spm_model_path,
                num_output_shards=3)

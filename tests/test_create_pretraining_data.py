@@ -53,7 +53,13 @@ def test_cli_bad_inputs_fail_cleanly(corpus_cli_env, tmp_path, corpus_files,
         _run(corpus_cli_env, "--input_file=%s" % corpus_files, out,
              "--spm_model_file=%s" % spm_model_path, "--max_seq_length=3"),
         "max_seq_length must be >= 5")
+    _assert_clean_failure(
+        _run(corpus_cli_env, "--input_file=%s" % corpus_files, out,
+             "--spm_model_file=%s" % spm_model_path, "--shuffle_memory_mb=0.1"),
+        "shuffle_memory_mb must be at least 1 (MB of records sorted in memory "
+        "at a time). Received: 0.1")
     assert not list(tmp_path.glob("o.tfrecord*"))
+    assert not list(tmp_path.glob("o.*"))
 
 
 def _files(directory):
@@ -118,7 +124,8 @@ def test_cli_rerun_over_its_outputs_and_help(corpus_cli_env, tmp_path,
     help_text = _run(corpus_cli_env, "--help").stdout
     assert "Builds ALBERT pretraining TFRecords" in help_text
     for flag in ("--input_file", "--output_file", "--dupe_factor",
-                 "--num_output_shards", "--[no]do_whole_word_mask"):
+                 "--num_output_shards", "--[no]do_whole_word_mask",
+                 "--[no]global_shuffle", "--shuffle_memory_mb"):
         assert flag in help_text, flag
     assert "(default: '40')" in help_text
 

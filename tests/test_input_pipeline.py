@@ -102,6 +102,21 @@ def test_training_order_is_seeded_and_skip_resumes(tmp_path):
     assert set(sum(take(7, 0, 30), [])) == set(range(24))
 
 
+def test_shards_are_interleaved_and_the_buffer_is_sized_for_the_batch(
+        tmp_path):
+    assert input_pipeline.default_shuffle_buffer(4) == 100
+    assert input_pipeline.default_shuffle_buffer(32) == 128
+    assert input_pipeline.default_shuffle_buffer(4096) == 16384
+    files = _write(str(tmp_path))
+    # Without the record shuffle the interleave alone deals the shards in
+    # turn (the repeated, shuffled file list may hold a shard twice in one
+    # cycle): no batch of 3 comes from one shard.
+    dataset = input_pipeline.pretraining_dataset(files, 3, L, P, seed=1,
+                                                 shuffle_buffer=1)
+    for batch in dataset.take(8):
+        assert len({i // 8 for i in _indices(batch)}) >= 2
+
+
 def test_input_context_shards(tmp_path):
     files = _write(str(tmp_path), num_files=1, per_file=16)
     shards = []

@@ -13,6 +13,7 @@ import tensorflow as tf
 from data_prep import instances
 from data_prep import pipeline
 from data_prep import reader
+from data_prep import shuffle
 from data_prep import text
 from data_prep import tfrecord
 from data_prep import vocab
@@ -177,6 +178,7 @@ def test_interrupted_run_leaves_no_whole_looking_shard(tmp_path, corpus_files,
     assert not os.path.exists(shards[1])
     assert not os.path.exists(pipeline.stats_path(out))
     assert not glob.glob(str(tmp_path / ("*" + tfrecord.INCOMPLETE_SUFFIX)))
+    assert not glob.glob(str(tmp_path / ("*" + shuffle.TEMP_INFIX + "*")))
 
 
 def test_bad_inputs_are_counted_not_fatal(tmp_path, spm_model_path):
@@ -376,3 +378,105 @@ def test_one_order_dealt_round_robin_over_the_shards(tmp_path, corpus_files,
     assert len(order) == runs[1]["instances"] > 1000
     assert [_frames(p) for p in runs[3]["output_files"]] == [
         order[s::3] for s in range(3)]
+
+
+def _global_run(tmp_path, corpus_files, spm_model_path, name, **kwargs):
+    kwargs = dict(dict(options=instances.InstanceOptions(max_seq_length=64),
+                       dupe_factor=2, num_output_shards=2, chunk_bytes=50_000),
+                  **kwargs)
+    out = str(tmp_path / name / "t.tfrecord")
+    stats = pipeline.create_pretraining_data(corpus_files, out, spm_model_path,
+                                             **kwargs)
+    return stats, [open(p, "rb").read() for p in stats["output_files"]]
+
+
+def test_global_order_is_mixed_and_independent_of_the_memory_budget(
+        tmp_path, corpus_files, spm_model_path, monkeypatch):
+    stats, shards = _global_run(tmp_path, corpus_files, spm_model_path, "a")
+    # One bucket at first, split in the second pass to fit the budget.
+    monkeypatch.setattr(shuffle, "estimated_output_bytes", lambda *args: 1)
+    small, small_shards = _global_run(
+        tmp_path, corpus_files, spm_model_path, "b",
+        shuffle_memory_bytes=pipeline.MIN_SHUFFLE_MEMORY_BYTES)
+    assert sum(len(s) for s in shards) > 2 * pipeline.MIN_SHUFFLE_MEMORY_BYTES
+    assert small_shards == shards  # Split buckets: the same bytes.
+    chunk, chunk_shards = _global_run(tmp_path, corpus_files, spm_model_path,
+                                      "c", global_shuffle=False)
+    # The same records, in another order.
+    assert sorted(_frames_of(chunk_shards)) == sorted(_frames_of(shards))
+    assert 0.85 < stats["mixing"]["block_divergence_ratio"] < 1.15
+    assert chunk["mixing"]["block_divergence_ratio"] > 3
+    assert stats["settings"]["global_shuffle"] is True
+    # Only the shards and the statistics remain.
+    assert sorted(os.listdir(tmp_path / "b")) == [
+        "t.stats.json", "t.tfrecord-00000-of-00002", "t.tfrecord-00001-of-00002"]
+
+
+def _frames_of(shards):
+    frames = []
+    for data in shards:
+        while data:
+            end = 16 + int.from_bytes(data[:8], "little")
+            frames.append(data[:end])
+            data = data[end:]
+    return frames
+
+
+def test_interrupted_sort_leaves_no_output_and_no_temporary_files(
+        tmp_path, corpus_files, spm_model_path, monkeypatch):
+    real = shuffle.sorted_frames
+
+    def interrupted(*args, **kwargs):
+        for i, frame in enumerate(real(*args, **kwargs)):
+            if i == 100:
+                raise KeyboardInterrupt("simulated interruption")
+            yield frame
+
+    monkeypatch.setattr(shuffle, "sorted_frames", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _global_run(tmp_path, corpus_files, spm_model_path, "x")
+    assert os.listdir(tmp_path / "x") == []
+
+
+def test_a_killed_runs_temporary_files_go_with_the_next_run(
+        tmp_path, corpus_files, spm_model_path):
+    """A killed run (no cleanup) leaves only a temporary directory that no
+    glob over the shards matches; the next run of the output removes it and
+    nothing else."""
+    (tmp_path / "x").mkdir()
+    stale = tmp_path / "x" / ("t" + shuffle.TEMP_INFIX + "0123456789ab")
+    stale.mkdir()
+    (stale / "bucket-02-00000001").write_bytes(b"partial")
+    other = tmp_path / "x" / ("t" + shuffle.TEMP_INFIX + "notours")
+    other.mkdir()
+    assert not glob.glob(str(tmp_path / "x" / "t.tfrecord*"))
+    _global_run(tmp_path, corpus_files, spm_model_path, "x")
+    assert sorted(os.listdir(tmp_path / "x")) == [
+        "t" + shuffle.TEMP_INFIX + "notours", "t.stats.json",
+        "t.tfrecord-00000-of-00002", "t.tfrecord-00001-of-00002"]
+
+
+def test_damaged_bucket_fails_the_run_naming_the_file(
+        tmp_path, corpus_files, spm_model_path, monkeypatch):
+    real = shuffle.BucketScatter.close
+
+    def close_and_damage(self):
+        paths = real(self)
+        with open(paths[0], "r+b") as f:
+            f.seek(16)
+            f.write(b"\xff\xff\xff")  # The first record's length checksum.
+        return paths
+
+    monkeypatch.setattr(shuffle.BucketScatter, "close", close_and_damage)
+    with pytest.raises(shuffle.BucketError, match="bucket-.*fails its length"):
+        _global_run(tmp_path, corpus_files, spm_model_path, "x")
+    assert os.listdir(tmp_path / "x") == []
+
+
+def test_too_small_shuffle_memory_is_refused(tmp_path, corpus_files,
+                                             spm_model_path):
+    with pytest.raises(ValueError, match=r"shuffle_memory_mb must be at least "
+                       r"1 .* Received: 0.5$"):
+        _global_run(tmp_path, corpus_files, spm_model_path, "x",
+                    shuffle_memory_bytes=1 << 19)
+    assert not os.path.exists(tmp_path / "x")

@@ -6,6 +6,11 @@ are batched as serialized strings and parsed a batch at a time: the tensors
 are the same as parsing one record at a time, with less per-element work.
 Every output has a static shape, as TPUs require.
 
+The records are written in one global random order by `data_prep` (every
+shard a random sample of the corpus); training reads `cycle_length` shards at
+a time, one record from each in turn, then a shuffle buffer of a few batches
+(`default_shuffle_buffer`) mixes the shards and the epochs' boundaries.
+
 The data order is a pure function of `seed`, so a run resumed at step `s`
 (`skip_batches=s`) sees the batches an uninterrupted run would have seen.
 
@@ -41,6 +46,18 @@ _RENAMES = {"input_ids": "input_word_ids", "segment_ids": "input_type_ids"}
 _UNMASKED_FEATURES = ("input_ids", "segment_ids", "token_boundary",
                       "next_sentence_labels")
 _MASKING_DEFAULTS = masking.MaskingOptions()
+# The record shuffle's default buffer: `SHUFFLE_BATCHES` batches, at least
+# `MIN_SHUFFLE_BUFFER` records. The builder writes one global random order
+# and every shard is a random sample of the corpus, so the buffer only mixes
+# the interleaved shards and the epochs' boundaries; it need not cover the
+# corpus.
+SHUFFLE_BATCHES = 4
+MIN_SHUFFLE_BUFFER = 100
+
+
+def default_shuffle_buffer(batch_size):
+    """The record shuffle's buffer for a pipeline's batch of `batch_size`."""
+    return max(MIN_SHUFFLE_BUFFER, SHUFFLE_BATCHES * batch_size)
 
 
 def expand_file_patterns(input_file):
@@ -309,7 +326,7 @@ def _records(files, is_training, seed, num_pipelines, pipeline_id,
 def pretraining_dataset(input_files, batch_size, max_seq_length,
                         max_predictions_per_seq, is_training=True, seed=0,
                         input_context=None, skip_batches=0,
-                        dynamic_masking=None, shuffle_buffer=100,
+                        dynamic_masking=None, shuffle_buffer=None,
                         cycle_length=8, skip_corrupt_records=False,
                         vocab_size=None):
     """A `tf.data.Dataset` of pretraining batches.
@@ -327,7 +344,8 @@ def pretraining_dataset(input_files, batch_size, max_seq_length,
             files than pipelines, records) are sharded over input pipelines.
         skip_batches: batches to skip first (to resume at a step).
         dynamic_masking: a `DynamicMasking` for mask-less records, or None.
-        shuffle_buffer: records held by the record shuffle.
+        shuffle_buffer: records held by the record shuffle; None:
+            `default_shuffle_buffer` of this pipeline's batch.
         cycle_length: files read in parallel.
         skip_corrupt_records: skip (and log) the rest of a file from a
             corrupted or truncated record instead of failing (see
@@ -350,6 +368,8 @@ def pretraining_dataset(input_files, batch_size, max_seq_length,
         pipeline_id = input_context.input_pipeline_id
     else:
         num_pipelines, pipeline_id = 1, 0
+    if shuffle_buffer is None:
+        shuffle_buffer = default_shuffle_buffer(batch_size)
     dataset = _records(files, is_training, seed, num_pipelines, pipeline_id,
                        shuffle_buffer, cycle_length, skip_corrupt_records)
 
