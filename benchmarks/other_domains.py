@@ -279,6 +279,7 @@ def main(argv):
     from albert_tf.training import hardware
 
     work_dir = _WORK_DIR.value or tempfile.mkdtemp(prefix="other_domains_")
+    os.makedirs(work_dir, exist_ok=True)
     rows = []
     for name in _CORPORA.value:
         input_file = None

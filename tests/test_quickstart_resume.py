@@ -136,6 +136,19 @@ def test_finetuning_is_reused_for_its_export_and_settings(tmp_path):
     assert resume.current_finetune(
         exported, {"tasks": corpus["tasks"][1:]}, out, seeds=(0, 1),
         num_train_steps=50) is None
+    # Sentence order left out now (SOP at chance): the recorded runs had it.
+    assert resume.current_finetune(
+        exported, corpus, out, seeds=(0, 1), num_train_steps=50,
+        skipped={"sentence_order": "at chance"}) is None
     classifiers[0].rmdir()
     assert resume.current_finetune(exported, corpus, out, seeds=(0, 1),
                                    num_train_steps=50) is None
+
+
+def test_sentence_order_is_fine_tuned_only_where_sop_was_learned():
+    from albert_apps.quickstart import transfer
+
+    assert transfer.tasks_to_skip("above chance") == {}
+    skipped = transfer.tasks_to_skip("at chance")
+    assert list(skipped) == ["sentence_order"]
+    assert "held-out SOP is at chance" in skipped["sentence_order"]

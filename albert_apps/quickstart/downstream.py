@@ -119,7 +119,7 @@ def capacity(task, num_passages, per_document=PAIRS_PER_DOCUMENT):
 
 # Of a user's corpus, one document in `every` goes downstream: `every` is
 # chosen from the corpus (`choose_every`), between these.
-MIN_EVERY, MAX_EVERY = 4, 10
+MIN_EVERY, MAX_EVERY = 3, 10
 
 
 def choose_every(documents, max_chars=None, tasks=tuple(TASKS),
@@ -272,7 +272,7 @@ def write_task(task, documents_file, task_dir, num_train=NUM_TRAIN,
         _write_tsv(os.path.join(task_dir, split + ".tsv"), rows[split])
     short = None
     if len(rows["train"]) < num_train or len(rows["dev"]) < num_dev:
-        short = ("the held-out text gives %d train / %d dev pairs of %s, "
+        short = ("the held-out text gives %d train / %d dev examples of %s, "
                  "fewer than the %d / %d wanted: a larger corpus (or longer "
                  "documents) gives more" % (len(rows["train"]),
                                             len(rows["dev"]), task,
