@@ -292,12 +292,12 @@ def exported_tasks(tmp_path_factory):
     """A classifier (3 labels) and a span extractor (with a no-answer head),
     every weight random, on a tiny encoder; each exported as the fine-tuning
     programs export it, with `serving_shape="dynamic"` under the programs'
-    model names and with `"fixed"` under `<name>_fixed`.
+    model names; `fixed_path(name)` exports `"fixed"` under `<name>_fixed`.
 
     Returns:
         A `types.SimpleNamespace` with `classifier`, `span_extractor` (the
         Keras models), `spm_path`, `export_dir`, `paths` (model name -> the
-        version folder) and `max_seq_length`.
+        version folder), `fixed_path` and `max_seq_length`.
     """
     import types
 
@@ -324,22 +324,35 @@ def exported_tasks(tmp_path_factory):
     span_extractor = randomized(
         AlbertSpanExtractor(encoder(), with_no_answer=True), 3)
     export_dir = str(tmp_path_factory.mktemp("task_serving"))
-    paths = {}
-    for shape, suffix in (("dynamic", ""), ("fixed", "_fixed")):
-        paths["albert_classifier" + suffix] = tasks.export_classifier(
-            classifier, spm_path, export_dir, labels=["a", "b", "c"],
-            max_seq_length=TASK_SEQ_LENGTH,
-            model_name="albert_classifier" + suffix, serving_shape=shape)
-        paths["albert_squad" + suffix] = tasks.export_span_extractor(
+
+    def export(name, shape):
+        if name.startswith("albert_classifier"):
+            return tasks.export_classifier(
+                classifier, spm_path, export_dir, labels=["a", "b", "c"],
+                max_seq_length=TASK_SEQ_LENGTH, model_name=name,
+                serving_shape=shape)
+        return tasks.export_span_extractor(
             span_extractor, spm_path, export_dir,
             max_seq_length=TASK_SEQ_LENGTH,
             max_query_length=TASK_QUERY_LENGTH,
-            max_answer_length=TASK_ANSWER_LENGTH,
-            model_name="albert_squad" + suffix, serving_shape=shape)
+            max_answer_length=TASK_ANSWER_LENGTH, model_name=name,
+            serving_shape=shape)
+
+    # An export takes about 30 s of CPU: the fixed-shape ones (only the slow
+    # dynamic-equals-fixed tests use them) are made when first asked for.
+    paths = {name: export(name, "dynamic")
+             for name in ("albert_classifier", "albert_squad")}
+
+    def fixed_path(name):
+        """The version folder of `name` exported with the fixed shape."""
+        if name + "_fixed" not in paths:
+            paths[name + "_fixed"] = export(name + "_fixed", "fixed")
+        return paths[name + "_fixed"]
+
     return types.SimpleNamespace(
         classifier=classifier, span_extractor=span_extractor,
         spm_path=spm_path, export_dir=export_dir, paths=paths,
-        max_seq_length=TASK_SEQ_LENGTH)
+        fixed_path=fixed_path, max_seq_length=TASK_SEQ_LENGTH)
 
 
 # --- Beam (tests/test_{filesystems,beam_pipeline,beam_vocab}.py) ---

@@ -24,9 +24,11 @@ def classifiers(exported_tasks):
     paths = exported_tasks.paths
     return exported_tasks.classifier, {
         "dynamic": tf.saved_model.load(paths["albert_classifier"]),
-        "fixed": tf.saved_model.load(paths["albert_classifier_fixed"])}
+        "fixed": tf.saved_model.load(
+            exported_tasks.fixed_path("albert_classifier"))}
 
 
+@pytest.mark.slow
 def test_classifier_dynamic_equals_fixed_and_text_b_is_optional(classifiers):
     _, loaded = classifiers
     outputs = {}
@@ -52,13 +54,15 @@ def test_classifier_dynamic_equals_fixed_and_text_b_is_optional(classifiers):
             text=tf.constant(["a", "b"]), text_b=tf.constant(["a"]))
 
 
+@pytest.mark.slow
 def test_span_extractor_dynamic_equals_fixed(exported_tasks, tmp_path):
     import tensorflow_text  # noqa: F401
 
     answers = {}
-    for shape, suffix in (("dynamic", ""), ("fixed", "_fixed")):
-        serve = tf.saved_model.load(exported_tasks.paths[
-            "albert_squad" + suffix]).signatures["serving_default"]
+    for shape, path in (
+            ("dynamic", exported_tasks.paths["albert_squad"]),
+            ("fixed", exported_tasks.fixed_path("albert_squad"))):
+        serve = tf.saved_model.load(path).signatures["serving_default"]
         # Short contexts alone (T well below max_seq_length), then a batch
         # with a context cut at max_seq_length.
         answers[shape] = [

@@ -329,6 +329,7 @@ def _assert_same_at_real_positions(dynamic, fixed, expected_t):
                                fixed["pooled_output"], atol=1e-5, rtol=0)
 
 
+@pytest.mark.slow
 def test_dynamic_export_pads_to_the_longest_row_and_matches_fixed(
         exported_albert, loaded_serving_model, fixed_serving_model):
     t_max = exported_albert.max_seq_length

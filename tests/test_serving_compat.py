@@ -89,6 +89,7 @@ def test_a_release_lacking_an_op_refuses_naming_it(exported_albert, tmp_path):
     assert serving_compat.read_record(path)["checked_against"] == "2.19"
 
 
+@pytest.mark.slow
 def test_refused_export_leaves_no_version(exported_albert, tmp_path,
                                           monkeypatch):
     from export import exporter
