@@ -30,21 +30,30 @@ BUDGET = dict(max_corpus_chars=1_000_000, vocab_size=2000, max_seq_length=64,
 def test_pretrained_encoder_beats_random_init_on_unseen_text(tmp_path):
     start = time.time()
     report = quickstart.run(str(tmp_path / "qs"), **BUDGET)
-    pretrained = report["finetune"]["runs"]["pretrained"][0]["dev_accuracy"]
-    random_init = report["finetune"]["runs"]["random_init"][0]["dev_accuracy"]
-    print("pretrained %.4f, random init %.4f; held-out %s; %.0f s" % (
-        pretrained, random_init, report["results"]["curve"],
-        time.time() - start))
+    tasks = {t["name"]: t for t in report["finetune"]["tasks"]}
+    print("held-out %s; tasks %s; %.0f s" % (
+        report["results"]["curve"],
+        {n: (t["pretrained"], t["random_init"], t["margin_ci95"])
+         for n, t in tasks.items()}, time.time() - start))
     # Every step ran: the result does not depend on the machine's speed.
     assert not report["pretrain"]["stopped_by_time_budget"]
     assert report["pretrain"]["steps"] == BUDGET["num_train_steps"]
-    assert report["finetune"]["task"] == {"train": 200, "dev": 1100}
-    # Measured on 2 CPU cores (AVX-512): pretrained / random init dev
-    # accuracy 0.784 / 0.588 (held-out SOP 0.748 at step 2000). With the
-    # job's defaults (3000 steps, 3 seeds) the margin was 19.7 to 25.7
-    # points (at 1500 steps here: 0.729 / 0.598).
-    assert pretrained >= random_init + 0.05
-    assert pretrained > 0.65
-    # The served classifier answers as the fine-tuned model did.
-    assert report["queries"]["classifier"]["accuracy"] == pytest.approx(
-        pretrained, abs=0.005)
+    # Held-out SOP 0.748 at step 2000 was measured on 2 cores with this
+    # budget: sentence order is learned, so the sentence-order task runs.
+    assert report["results"]["sentence_order_verdict"] == "above chance"
+    assert "sentence_order" not in report["finetune"]["skipped"]
+    order = tasks["sentence_order"]
+    assert order["train_examples"] == 400 and order["dev_examples"] >= 1000
+    # With the job's defaults (1200 steps on 2 AVX2 cores, 3 seeds, 100
+    # steps a run), sentence order gave 61.6% against 52.7% from random
+    # initialization, every seed ahead by 6 points or more.
+    assert order["pretrained"] >= order["random_init"] + 0.03
+    low, high = order["margin_ci95"]
+    assert low <= order["margin"] <= high
+    # The served classifier (the first task's) answers as the fine-tuned
+    # model did.
+    served = report["queries"]["classifiers"][0]
+    first = report["finetune"]["tasks"][0]
+    assert served["task"] == first["name"]
+    assert served["accuracy"] == pytest.approx(
+        first["runs"]["pretrained"][0]["dev_accuracy"], abs=0.005)
