@@ -38,8 +38,11 @@ def test_each_run_starts_afresh_and_a_reused_model_matches_a_new_one():
     dev = _data(rng, 48)
     start = _encoder(1).get_weights()
     other = _encoder(2).get_weights()
+    # Without XLA here (a minute less of compiling); the main job's runs
+    # compile with it (tests/test_quickstart.py).
     tuner = finetuning.Finetuner(_encoder(0), 2, num_train_steps=8,
-                                 batch_size=16, learning_rate=1e-3)
+                                 batch_size=16, learning_rate=1e-3,
+                                 jit_compile=False)
     first = tuner.run(*train, *dev, seed=3, encoder_weights=start)
     assert first["steps"] == 8 and 0 <= first["dev_accuracy"] <= 1
     # The run trained the encoder away from its start...
@@ -53,7 +56,8 @@ def test_each_run_starts_afresh_and_a_reused_model_matches_a_new_one():
     # seeds are all reset.
     again = tuner.run(*train, *dev, seed=3, encoder_weights=start)
     fresh = finetuning.Finetuner(_encoder(5), 2, num_train_steps=8,
-                                 batch_size=16, learning_rate=1e-3).run(
+                                 batch_size=16, learning_rate=1e-3,
+                                 jit_compile=False).run(
         *train, *dev, seed=3, encoder_weights=start)
     for result in (again, fresh):
         np.testing.assert_allclose(result["dev_loss"], first["dev_loss"],
