@@ -251,7 +251,11 @@ def make_graph_tokenizer(model_proto):
 
 
 def split_digit_commas_graph(tokenizer, pieces):
-    """`split_digit_commas` on a ragged `[B, (n)]` string tensor of pieces."""
+    """`split_digit_commas` on a ragged `[B, (n)]` string tensor of pieces.
+
+    Flat-value arithmetic throughout (ragged concatenation and masking would
+    trace hundreds of shape assertions into every exported signature).
+    """
     import tensorflow as tf
 
     flat = pieces.flat_values  # [N]
@@ -260,26 +264,34 @@ def split_digit_commas_graph(tokenizer, pieces):
     stripped = tf.strings.regex_replace(
         tf.strings.regex_replace(targets, ",$", ""), UNDERLINE, "")
     parts = tokenizer.tokenize(stripped)  # [M, (k)]
+    part_rows = parts.value_rowids()
     # The "▁" SentencePiece put before the first part goes where the
     # original piece had none (and a part that was only "▁" with it).
     fix_row = ~tf.strings.regex_full_match(targets, "(?s)" + UNDERLINE + ".*")
-    is_first = tf.ragged.range(parts.row_lengths()).flat_values == 0
-    fix = is_first & tf.gather(fix_row, parts.value_rowids())
+    is_first = tf.range(tf.size(part_rows, out_type=tf.int64)) == tf.gather(
+        parts.row_splits, part_rows)
+    fix = is_first & tf.gather(fix_row, part_rows)
     values = tf.where(fix, tf.strings.regex_replace(
         parts.flat_values, "^" + UNDERLINE, ""), parts.flat_values)
-    parts = tf.ragged.boolean_mask(parts.with_flat_values(values),
-                                   parts.with_flat_values(values != ""))
-    parts = tf.concat([parts, tf.RaggedTensor.from_tensor(
-        tf.fill([tf.shape(targets)[0], 1], ","))], axis=1)
-    # Every piece becomes one row: itself, or its parts.
-    kept = tf.RaggedTensor.from_row_lengths(
-        tf.boolean_mask(flat, ~split), tf.cast(~split, tf.int64))
-    lengths = tf.scatter_nd(tf.where(split), parts.row_lengths(),
-                            tf.shape(flat, out_type=tf.int64))
-    replaced = tf.RaggedTensor.from_row_lengths(parts.flat_values, lengths)
-    rows = tf.concat([kept, replaced], axis=1)  # [N, (r)]
-    return tf.RaggedTensor.from_row_splits(
-        rows, pieces.row_splits).merge_dims(1, 2)
+    nonempty = values != ""
+    # Every piece becomes its own run of output pieces: itself, or its
+    # non-empty parts and ",". A stable sort by source piece puts the runs
+    # in order (for a split piece, its parts before its comma).
+    piece_index = tf.range(tf.size(flat, out_type=tf.int64))
+    target_index = tf.boolean_mask(piece_index, split)  # [M]
+    source = tf.concat([tf.boolean_mask(piece_index, ~split),
+                        tf.boolean_mask(tf.gather(target_index, part_rows),
+                                        nonempty),
+                        target_index], axis=0)
+    output = tf.concat([tf.boolean_mask(flat, ~split),
+                        tf.boolean_mask(values, nonempty),
+                        tf.fill(tf.shape(targets), ",")], axis=0)
+    output = tf.gather(output, tf.argsort(source, stable=True))
+    per_piece = tf.math.unsorted_segment_sum(
+        tf.ones_like(source), source, tf.size(flat, out_type=tf.int64))
+    lengths = tf.math.unsorted_segment_sum(
+        per_piece, pieces.value_rowids(), pieces.nrows())
+    return tf.RaggedTensor.from_row_lengths(output, lengths, validate=False)
 
 
 def tokenize_to_ids_graph(tokenizer, text, do_lower_case=True):

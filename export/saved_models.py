@@ -125,6 +125,11 @@ def _pad_axis_1(value, width):
     return tf.pad(value, paddings)
 
 
+def _zero_row(value):
+    """One row of zeros shaped as a row of `value` (`[1, ...]`)."""
+    return tf.zeros(tf.concat([[1], tf.shape(value)[1:]], 0), value.dtype)
+
+
 def run_by_length(fn, inputs, multiple=preprocessing.LENGTH_MULTIPLE):
     """Runs `fn` on groups of rows of one padded length; joins the results.
 
@@ -147,6 +152,11 @@ def run_by_length(fn, inputs, multiple=preprocessing.LENGTH_MULTIPLE):
         `fn`'s outputs for the whole batch, in the input order, the sequence
         outputs padded with zeros to T.
     """
+    # An empty batch runs as one row of padding, dropped at the end: one
+    # code path, so `fn` is traced twice (first group, loop) and not thrice.
+    rows_in = tf.shape(inputs["input_mask"])[0]
+    inputs = {key: tf.concat([value, _zero_row(value)], 0)[
+        :tf.maximum(rows_in, 1)] for key, value in inputs.items()}
     mask = inputs["input_mask"]
     seq_length = tf.shape(mask)[1]
     widths = tf.minimum(
@@ -186,8 +196,7 @@ def run_by_length(fn, inputs, multiple=preprocessing.LENGTH_MULTIPLE):
         return {key: tf.gather(array.concat(), restore)
                 for key, array in zip(keys, arrays)}
 
-    # An empty batch has no group: it runs whole (at its T of zero rows).
-    return tf.cond(tf.shape(mask)[0] > 0, grouped, lambda: fn(inputs))
+    return {key: value[:rows_in] for key, value in grouped().items()}
 
 
 def optional_text_b(text, text_b):

@@ -103,3 +103,32 @@ def test_pad_to_longest_is_the_fixed_packing_cut_short(preprocessor, texts,
     empty = preprocessor.encode(tf.constant([], tf.string),
                                 pad_to_longest=True)
     assert empty["input_mask"].shape == (0, 8)
+
+
+def test_compiled_packing_equals_python_on_random_rows():
+    """The graph packing, traced once with unknown shapes, against `pack_ids`
+    on random segment lengths (empty ones and long ones included)."""
+    rng = np.random.default_rng(3)
+    spec = tf.RaggedTensorSpec([None, None], tf.int32, row_splits_dtype=tf.int64)
+
+    @tf.function(input_signature=[spec, spec, tf.TensorSpec([], tf.int32)])
+    def pack(first, second, seq_length):
+        return (preprocessing.pack_segments(first, second, seq_length),
+                preprocessing.pack_segments(first, None, seq_length))
+
+    for seq_length in (3, 4, 9, 20):
+        rows = [(rng.integers(5, 99, rng.integers(0, 25)).tolist(),
+                 rng.integers(5, 99, rng.choice([0, 1, 3, 30])).tolist())
+                for _ in range(12)]
+        first = tf.ragged.constant([a for a, _ in rows], tf.int32,
+                                   row_splits_dtype=tf.int64)
+        second = tf.ragged.constant([b for _, b in rows], tf.int32,
+                                    row_splits_dtype=tf.int64)
+        pair, single = pack(first, second, tf.constant(seq_length))
+        for i, (a, b) in enumerate(rows):
+            for packed, expected in ((pair, preprocessing.pack_ids(a, b, seq_length)),
+                                     (single, preprocessing.pack_ids(a, None, seq_length))):
+                for key, value in expected.items():
+                    assert packed[key][i].numpy().tolist() == value, (
+                        key, seq_length, a, b)
+    assert len(pack.get_concrete_function().graph.get_operations()) < 400

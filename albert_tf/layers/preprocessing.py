@@ -153,10 +153,20 @@ def tokenize_with_masks_py(sp_model, text, do_lower_case=True):
 
 
 def _keep_prefix(tokens, lengths):
-    """The first `lengths[b]` tokens of each row of a ragged `[B, (n)]`."""
-    positions = tf.ragged.range(tokens.row_lengths())
-    return tf.ragged.boolean_mask(
-        tokens, positions < tf.expand_dims(lengths, 1))
+    """The first `lengths[b]` tokens of each row of a ragged `[B, (n)]`.
+
+    Works on the flat values (a ragged-to-dense comparison would trace a
+    broadcast with dozens of shape assertions).
+    """
+    splits = tokens.row_splits
+    lengths = tf.clip_by_value(tf.cast(lengths, splits.dtype), 0,
+                               tokens.row_lengths())
+    rows = tokens.value_rowids()
+    positions = (tf.range(tf.shape(tokens.values, out_type=splits.dtype)[0])
+                 - tf.gather(splits, rows))
+    keep = positions < tf.gather(lengths, rows)
+    return tf.RaggedTensor.from_row_lengths(
+        tf.boolean_mask(tokens.values, keep), lengths, validate=False)
 
 
 def _column(value, rows):
@@ -164,8 +174,19 @@ def _column(value, rows):
     return tf.RaggedTensor.from_tensor(tf.fill([rows, 1], value))
 
 
+def _gather_rows(tokens, index, valid):
+    """`tokens.values[index]` where `valid`, else `PAD_ID` (`[B, T]` int32)."""
+    values = tf.concat([tokens.values, [PAD_ID]], axis=0)
+    outside = tf.shape(tokens.values, out_type=index.dtype)[0]
+    return tf.gather(values, tf.where(valid, index, outside))
+
+
 def pack_segments(first, second, seq_length, pad_to_longest=False):
     """Trims and packs ragged token ids into encoder inputs (graph code).
+
+    Dense arithmetic on column positions: position j of row b is `[CLS]` at
+    0, the first segment's token j - 1 up to its kept length, `[SEP]`, the
+    second segment's tokens, its `[SEP]`, then padding.
 
     Args:
         first: int32 ragged `[B, (n)]`, the first segment.
@@ -181,33 +202,40 @@ def pack_segments(first, second, seq_length, pad_to_longest=False):
         `input_type_ids`; T is `seq_length`, or the dynamic length with
         `pad_to_longest`.
     """
-    rows = first.nrows()
+    first = first.with_row_splits_dtype(tf.int64)
     if second is None:
         second = tf.RaggedTensor.from_row_lengths(
-            tf.zeros([0], tf.int32), tf.zeros([rows], tf.int64))
+            tf.zeros([0], first.dtype), tf.zeros([first.nrows()], tf.int64),
+            validate=False)
+    second = second.with_row_splits_dtype(tf.int64)
     # A second segment with tokens keeps its [SEP] even if trimmed to none.
     has_second = tf.minimum(second.row_lengths(), 1)
     keep_first, keep_second = _trimmed_lengths(
         first.row_lengths(), second.row_lengths(), seq_length)
-    first = _keep_prefix(first, keep_first)
-    second = _keep_prefix(second, keep_second)
-    second_sep = tf.RaggedTensor.from_row_lengths(
-        tf.fill([tf.reduce_sum(has_second)], SEP_ID), has_second)
-    cls = _column(CLS_ID, rows)
-    sep = _column(SEP_ID, rows)
-    word_ids = tf.concat([cls, first, sep, second, second_sep], axis=1)
-    type_ids = tf.concat(
-        [tf.zeros_like(cls), tf.zeros_like(first), tf.zeros_like(sep),
-         tf.ones_like(second), tf.ones_like(second_sep)], axis=1)
+    packed = 2 + keep_first + keep_second + has_second  # [B]
     width = tf.cast(seq_length, tf.int64)
     if pad_to_longest:
-        width = padded_length(
-            tf.reduce_max(word_ids.row_lengths()), seq_length)
-    shape = tf.stack([tf.cast(rows, tf.int64), width])
+        width = padded_length(tf.reduce_max(packed), seq_length)
+    j = tf.range(width)[tf.newaxis, :]  # [1, T]
+    keep_first = keep_first[:, tf.newaxis]
+    second_start = keep_first + 2
+    second_end = second_start + keep_second[:, tf.newaxis]
+    in_first = (j >= 1) & (j <= keep_first)
+    in_second = (j >= second_start) & (j < second_end)
+    is_sep = (j == keep_first + 1) | (
+        (j == second_end) & (has_second[:, tf.newaxis] > 0))
+    mask = j < packed[:, tf.newaxis]
+    word_ids = tf.where(
+        in_first, _gather_rows(first, first.row_starts()[:, tf.newaxis] + j - 1,
+                               in_first),
+        _gather_rows(second, second.row_starts()[:, tf.newaxis] + j
+                     - second_start, in_second))
+    word_ids = tf.where(is_sep, SEP_ID, word_ids)
+    word_ids = tf.where(j == 0, CLS_ID, word_ids)
     return {
-        "input_word_ids": word_ids.to_tensor(PAD_ID, shape=shape),
-        "input_mask": tf.ones_like(word_ids).to_tensor(0, shape=shape),
-        "input_type_ids": type_ids.to_tensor(0, shape=shape),
+        "input_word_ids": tf.cast(word_ids, tf.int32),
+        "input_mask": tf.cast(mask, tf.int32),
+        "input_type_ids": tf.cast((j >= second_start) & mask, tf.int32),
     }
 
 

@@ -74,7 +74,9 @@ ELSEWHERE = {
         (".ci/run", "-r requirements.txt -e .",
          "CI installs as the command does; the job's stages run in "
          "tests/test_quickstart*.py"),
-    "bazel test": (".ci/run", "bazel test", "CI runs the Bazel targets"),
+    "bazel test": (".ci/run", "bazel test",
+                   "CI builds every Bazel target and runs the smoke ones "
+                   "(pytest has run every module before)"),
     "python -m benchmarks.paper_claims": (
         "tests/test_paper_claims.py", '"benchmarks.paper_claims", "--quick"',
         "the default study takes 46 minutes; the test runs it with --quick"),
