@@ -1,9 +1,33 @@
-"""Shared pytest fixtures."""
+"""Shared pytest fixtures, and the grouping of tests over pytest-xdist
+workers."""
 
 import io
+import os
 
 import numpy as np
 import pytest
+
+# --- Parallel runs (pytest-xdist, `-n 2 --dist loadgroup` in pyproject.toml) ---
+# Modules that share an expensive session fixture or an in-process cache run
+# on one worker, so it is built once: group name -> module file names.
+XDIST_GROUPS = {
+    # exported_albert, loaded_serving_model, exported_tasks.
+    "exports": ("test_exporter.py", "test_graph_ops.py", "test_keras_layer.py",
+                "test_rest_examples.py", "test_serving_compat.py",
+                "test_export_tasks.py"),
+    # tests/journeys/common.py's pretraining run.
+    "journeys": ("test_pretrain_journey.py", "test_finetune_journey.py",
+                 "test_convert_journey.py"),
+}
+_GROUP_OF = {name: group for group, names in XDIST_GROUPS.items()
+             for name in names}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        group = _GROUP_OF.get(os.path.basename(str(item.fspath)))
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 # --- Checkpoint conversion (tests/test_convert_*.py, tests/test_pretrained.py) ---
 

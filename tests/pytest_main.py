@@ -5,4 +5,6 @@ import sys
 import pytest
 
 if __name__ == "__main__":
-    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", *sys.argv[1:]]))
+    # One module a target, in one process (Bazel runs targets side by side).
+    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-n", "0",
+                          *sys.argv[1:]]))
