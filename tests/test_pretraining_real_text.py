@@ -1,4 +1,4 @@
-"""A tiny ALBERT pretrained for about a minute on real English text.
+"""A tiny ALBERT pretrained for about two minutes on real English text.
 
 Corpus: standard-library docstrings (`data_prep.builtin_corpus`), a 1000-piece
 SentencePiece vocabulary and records from `data_prep`'s builder. The model
@@ -51,13 +51,16 @@ def test_tiny_model_learns_real_text(tmp_path):
     options = train_lib.PretrainingOptions(
         input_file=records, output_dir=str(tmp_path / "run"), config=config,
         train_batch_size=32, eval_batch_size=64, max_seq_length=SEQ,
-        max_predictions_per_seq=PRED, num_train_steps=1200,
-        num_warmup_steps=60, learning_rate=5e-3, save_checkpoints_steps=1200,
+        max_predictions_per_seq=PRED, num_train_steps=2000,
+        num_warmup_steps=60, learning_rate=5e-3, save_checkpoints_steps=2000,
         iterations_per_loop=200, do_eval=True, max_eval_steps=20,
         jit_compile=True)
     report = train_lib.run_pretraining(options)
     result = report["eval_results"][-1]
     print("baseline %.3f, eval %s" % (baseline, result))
-    # Measured: baseline 0.076, masked-LM accuracy 0.115, SOP 0.65.
+    # Measured on 2 AVX2 cores: baseline 0.076; at 2000 steps, over record
+    # seeds 1, 2, 3, masked-LM accuracy 0.138-0.148 and SOP 0.816-0.869. At
+    # 1200 steps SOP was 0.52-0.65 over five record orders: sentence order
+    # is learned between the two.
     assert result["masked_lm_accuracy"] > max(1.3 * baseline, baseline + 0.03)
     assert result["sentence_order_accuracy"] > 0.6
