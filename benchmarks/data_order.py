@@ -14,7 +14,8 @@ Prints one row per run and the mean and spread (sample standard deviation)
 per order of the held-out masked-LM loss and accuracy and the SOP loss and
 accuracy, and each output's block-divergence ratio (`data_prep.mixing`).
 
-    python -m benchmarks.data_order [--steps=1200] [--seeds=0,1]
+    python -m benchmarks.data_order [--steps=1200] [--seeds=0,1] \
+        [--input_file=TEXT]
 """
 
 import dataclasses
@@ -32,6 +33,10 @@ _CORPUS_CHARS = flags.DEFINE_integer(
     "corpus_chars", 3_000_000, "Text of the corpus (the quickstart's cap).")
 _DUPE_FACTOR = flags.DEFINE_integer(
     "dupe_factor", 10, "Maskings of each training document (the quickstart's).")
+_INPUT_FILE = flags.DEFINE_string(
+    "input_file", None, "Text to use instead of the built-in corpus (the "
+    "quickstart's --input_file; e.g. a corpus of another domain written by "
+    "benchmarks.other_domains).")
 _WORK_DIR = flags.DEFINE_string("work_dir", None, "Data and runs (default: a "
                                 "temporary folder).")
 
@@ -40,7 +45,7 @@ CACHE_JSON = "data_order.json"
 METRICS = ("masked_lm_loss", "masked_lm_accuracy", "sop_loss", "sop_accuracy")
 
 
-def build_data(data_dir, corpus_chars, dupe_factor):
+def build_data(data_dir, corpus_chars, dupe_factor, input_file=None):
     """The quickstart's data with the training records in both orders
     (cached in `data_dir`).
 
@@ -56,7 +61,7 @@ def build_data(data_dir, corpus_chars, dupe_factor):
         with open(cache) as f:
             return tuple(json.load(f))
 
-    corpus = stages.write_corpus(data_dir, None, corpus_chars)
+    corpus = stages.write_corpus(data_dir, input_file, corpus_chars)
     vocabulary = stages.build_vocabulary(corpus, data_dir, 4000, 2)
     records = stages.build_records(corpus, vocabulary, data_dir,
                                    dupe_factor=dupe_factor, max_seq_length=64)
@@ -114,7 +119,8 @@ def main(argv):
     data_dir = os.path.join(work_dir, "data")
     os.makedirs(data_dir, exist_ok=True)
     vocabulary, records, mixing = build_data(data_dir, _CORPUS_CHARS.value,
-                                             _DUPE_FACTOR.value)
+                                             _DUPE_FACTOR.value,
+                                             _INPUT_FILE.value)
     seeds = [int(s) for s in _SEEDS.value.split(",") if s]
     results = {order: [] for order in ORDERS}
     for seed in seeds:
