@@ -83,9 +83,10 @@ def test_passages_and_capacity():
         "w " * 30 + ".", "Short one here."]
     assert downstream.capacity("sentence_order", 1) == 0
     assert downstream.capacity("sentence_order", 5) == 4
-    assert downstream.capacity("sentence_order", 50) == 8
+    assert downstream.PAIRS_PER_DOCUMENT == 16
+    assert downstream.capacity("sentence_order", 50) == 16
     assert downstream.capacity("section", 2) == 2
-    assert downstream.capacity("section", 50) == 8
+    assert downstream.capacity("section", 50) == 16
 
 
 def test_the_downstream_share_follows_the_corpus():

@@ -48,12 +48,13 @@ def _report(output_dir):
                              "preprocessor": "/export/albert_preprocessor/2"}},
         "finetune": {
             "tasks": [dict(transfer.task_result("sentence_order", {
-                "pretrained": [{"seed": 0, "dev_accuracy": 0.8},
-                               {"seed": 1, "dev_accuracy": 0.7}],
+                "pretrained": [{"seed": None, "dev_accuracy": 0.75}],
                 "random_init": [{"seed": 0, "dev_accuracy": 0.5},
                                 {"seed": 1, "dev_accuracy": 0.6}]},
                 {"train": 3, "dev": 3}),
+                finetuned={"dev_accuracy": 0.5, "steps": 9},
                 classifier="/export/albert_sentence_order/2")],
+            "method": transfer.PROBE_METHOD,
             "encoders": {"pretrained": "/export/albert_encoder/2",
                          "random_init": "/finetune/random_init_encoder"},
             "settings": {"seeds": [0, 1], "num_train_steps": 9,
@@ -188,10 +189,12 @@ def test_report_text(tmp_path):
             "  step 10      8.0%                 55.0%",
             "  step 20      10.0%                60.0%",
             "  baseline     5.0% (always '\u2581')    50.0% (chance)",
-            "    pretrained   75.0% [25.0, 100.0]  (seeds 70.0% to 80.0%)",
+            "    pretrained   75.0% [26.0, 100.0]",
             "    random init  55.0% [0.0, 100.0]  (seeds 50.0% to 60.0%)",
-            "    margin +20.0 points [-55.9, 95.9]: can't tell (within "
+            "    margin +20.0 points [-55.3, 95.3]: can't tell (within "
             "noise)",
+            "    fine-tuned (the pretrained encoder, 9 steps, one run): dev "
+            "accuracy 50.0%; served below",
             "served sentence_order classifier (raw text in, "
             "/export/albert_sentence_order/2): dev accuracy 50.0% over 3 "
             "examples",

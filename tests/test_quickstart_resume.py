@@ -117,7 +117,7 @@ def test_finetuning_is_reused_for_its_export_and_settings(tmp_path):
     (tmp_path / "finetune").mkdir()
     stages.write_json(
         os.path.join(out, "finetune", transfer.FINETUNE_JSON),
-        {"encoder_version": 2,
+        {"encoder_version": 2, "method": transfer.PROBE_METHOD,
          "tasks": [{"name": t["name"], "classifier": str(folder)}
                    for t, folder in zip(corpus["tasks"], classifiers)],
          "settings": {"seeds": [0, 1], "num_train_steps": 50,
@@ -127,6 +127,14 @@ def test_finetuning_is_reused_for_its_export_and_settings(tmp_path):
     assert again["reused"]
     assert again["tasks"][1]["classifier"] == str(classifiers[1])
     # Another encoder export, other seeds, steps or tasks: fine-tune again.
+    recorded = stages.read_json(
+        os.path.join(out, "finetune", transfer.FINETUNE_JSON))
+    stages.write_json(os.path.join(out, "finetune", transfer.FINETUNE_JSON),
+                      dict(recorded, method="fine-tuning runs"))
+    assert resume.current_finetune(exported, corpus, out, seeds=(0, 1),
+                                   num_train_steps=50) is None
+    stages.write_json(os.path.join(out, "finetune", transfer.FINETUNE_JSON),
+                      recorded)
     assert resume.current_finetune({"version": 3}, corpus, out, seeds=(0, 1),
                                    num_train_steps=50) is None
     assert resume.current_finetune(exported, corpus, out, seeds=(0,),

@@ -5,9 +5,9 @@ documents (for the built-in corpus, docstrings of standard-library packages
 that pretraining never saw), with labels that come from the corpus's own
 structure, no hand labels. Few labelled examples are given (`NUM_TRAIN`), as
 in the fine-tuning settings where pretraining pays off, and many are scored
-(`NUM_DEV`, so an accuracy is known to about ±3 points). A model trained from
-random initialization on them stays near chance, while a pretrained encoder
-carries over what it learned.
+(`NUM_DEV`, so an accuracy is known to about ±3 points). What a randomly
+initialized encoder's features give on them is the control; a pretrained
+encoder carries over what it learned.
 
 The tasks (`TASKS`):
 - `section`: which quarter of the held-out text, in corpus order, does a
@@ -27,12 +27,14 @@ Documents are shuffled (seeded) and dealt to train until its pairs suffice,
 the rest to dev, so no document's text is in both; each document gives up
 to `PAIRS_PER_DOCUMENT` pairs of a task.
 
-Fine-tuning goes through the exported encoder SavedModel loaded as a Keras
-layer (`export.keras_layer.load_encoder`), the documented path for users
-who fine-tune an exported model in their own Keras code; an in-memory
-`AlbertEncoder` works the same way. The model is the encoder, dropout and a
-dense layer on `pooled_output`, trained with the official AdamW recipe
-(warmup, linear decay, clipping at global norm 1.0).
+The quickstart measures each task with a linear probe of the frozen
+encoder's features (`albert_apps.quickstart.probing`), pretrained against
+random initialization, and fine-tunes the exported encoder on the first
+task to serve it. `finetune` here is the user's path: the exported encoder
+SavedModel loaded as a Keras layer (`export.keras_layer.load_encoder`), or
+an in-memory `AlbertEncoder`, with a dense layer on `pooled_output`,
+trained with the official AdamW recipe (warmup, linear decay, clipping at
+global norm 1.0).
 
     counts = write_tasks("data/downstream.txt", "data/task")
     task = load_task("data/task/section")
@@ -71,11 +73,11 @@ TASKS = {
 # Few labelled examples to learn from, many to measure on (the accuracy of
 # 1000 dev examples has a 95% binomial interval of about ±3 points).
 NUM_TRAIN, NUM_DEV = 400, 1000
-MAX_DEV = 1200  # More dev examples than this add little and cost time.
+MAX_DEV = 2000  # More dev examples than this add little.
 # Tokens a fine-tuning example needs: one passage fits in 48.
 SEQUENCE_LENGTHS = {"section": 48}
 PASSAGE_WORDS = 24  # Two passages fill about 64 tokens.
-PAIRS_PER_DOCUMENT = 8  # Bounds how much one document weighs.
+PAIRS_PER_DOCUMENT = 16  # Bounds how much one document weighs.
 TASK_FILES = ("train.tsv", "dev.tsv")
 
 

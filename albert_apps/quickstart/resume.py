@@ -110,6 +110,7 @@ def current_finetune(exported, corpus, output_dir,
     wanted = [t["name"] for t in corpus["tasks"]
               if t["name"] not in (skipped or {})]
     if (wanted != settings["tasks"] or
+            finetuned.get("method") != transfer.PROBE_METHOD or
             finetuned.get("settings") != settings or
             finetuned.get("encoder_version") != exported["version"] or
             not all(os.path.isdir(t["classifier"])

@@ -1,6 +1,6 @@
-"""The quickstart's last model stages: fine-tuning through the exported
-encoder (against random initialization), and the questions asked of the
-SavedModels.
+"""The quickstart's last model stages: the downstream tasks (linear probes
+of the exported encoder against random initialization, and one fine-tuning
+run of it to serve), and the questions asked of the SavedModels.
 
     finetuned = finetune(exported, corpus, vocabulary, output_dir)
     answers = query(exported["paths"]["serving"], finetuned["classifier"],
@@ -12,6 +12,7 @@ the stage).
 """
 
 import os
+import time
 
 import keras
 import numpy as np
@@ -28,6 +29,7 @@ from albert_tf.training import checkpoint
 from albert_tf.tasks import intervals
 from albert_apps.quickstart import downstream
 from albert_apps.quickstart import finetuning
+from albert_apps.quickstart import probing
 from albert_apps.quickstart import queries
 from albert_apps.quickstart import stages
 from albert_apps.quickstart.budget import FINETUNE_SEEDS
@@ -37,6 +39,10 @@ FINETUNE_JSON = "finetune.json"  # Under finetune/.
 # The fine-tuned exports' folders: the prefix and the task's name.
 CLASSIFIER_PREFIX = "albert_"
 NUM_CLASSIFIER_EXAMPLES = 4
+PROBE_METHOD = (
+    "a linear probe (logistic regression) of the frozen encoder's features "
+    "(pooled output and mean token output) fitted on the train examples, "
+    "accuracy on dev")
 
 
 def _built_encoder(config, seed=None):
@@ -80,7 +86,7 @@ def pretrained_weights(exported, output_dir, probe):
 
 
 def task_result(name, runs, counts):
-    """One task's entry of the report: mean accuracies with their 95%
+    """One task's entry of the report: mean probe accuracies with their 95%
     intervals (dev set and seeds), the margin of pretraining, its interval
     and verdict (`albert_tf.tasks.intervals`)."""
     accuracies = {init: [r["dev_accuracy"] for r in results]
@@ -106,8 +112,8 @@ def task_result(name, runs, counts):
 def tasks_to_skip(sentence_order_verdict):
     """The downstream tasks the corpus does not support, with the reason:
     `sentence_order` where held-out SOP stayed at chance (pretraining
-    learned no sentence order from this text, so fine-tuning on order
-    would show nothing of it)."""
+    learned no sentence order from this text, so a probe of order would
+    show nothing of it)."""
     if sentence_order_verdict == intervals.ABOVE_CHANCE:
         return {}
     return {"sentence_order": "held-out SOP is %s: pretraining learned no "
@@ -115,18 +121,30 @@ def tasks_to_skip(sentence_order_verdict):
                               "would show nothing" % sentence_order_verdict}
 
 
+def _probe_run(encoder, train_x, train_y, dev_x, dev_y, num_classes):
+    """One linear probe of `encoder`'s frozen features."""
+    start = time.time()
+    train_f = probing.features(encoder, train_x)
+    probe = probing.fit(train_f, train_y, num_classes)
+    return {"dev_accuracy": probing.accuracy(
+                probe, probing.features(encoder, dev_x), dev_y),
+            "train_accuracy": probing.accuracy(probe, train_f, train_y),
+            "seconds": round(time.time() - start, 1)}
+
+
 def finetune(exported, corpus, vocabulary, output_dir, max_seq_length=64,
              seeds=FINETUNE_SEEDS, num_train_steps=FINETUNE_STEPS,
              skipped=None):
-    """Stage 6 of the quickstart: fine-tunes the exported encoder's weights
-    on each downstream task; and, as the control, the same model from random
-    initialization (seeded by the run's seed) with the same steps and seeds;
-    exports the first task's first-seed pretrained classifier as a text-in
-    SavedModel (`albert_<task>`).
+    """Stage 6 of the quickstart: what the pretrained encoder learned,
+    measured on each downstream task by a linear probe of its frozen
+    features (`albert_apps.quickstart.probing`) against the same model
+    from random initialization (one per seed); then the user's path: the
+    exported encoder fine-tuned on the first task, exported as a text-in
+    classifier SavedModel (`albert_<task>`) that stage 7 serves.
 
     The weights come from the checkpoint the encoder SavedModel was exported
     from, checked against that SavedModel loaded as a Keras layer
-    (`pretrained_weights`); the runs of a task share one model compiled
+    (`pretrained_weights`); fine-tuning runs on an in-memory copy compiled
     with XLA (`finetuning.Finetuner`), which trains several times faster
     than the SavedModel layer.
 
@@ -136,17 +154,17 @@ def finetune(exported, corpus, vocabulary, output_dir, max_seq_length=64,
         vocabulary: what `stages.build_vocabulary` returned.
         output_dir: the quickstart's folder (`finetune/`, `export/`).
         max_seq_length: T of the packed pairs.
-        seeds: one fine-tuning run of each initialization per seed.
-        num_train_steps: steps of each run.
+        seeds: the random initializations probed as the control.
+        num_train_steps: steps of the fine-tuning run.
         skipped: tasks of `corpus` not to run, each with the reason
             (`tasks_to_skip`).
 
     Returns:
         A dict: `tasks` (one entry per task: `name`, `train_examples`,
-        `dev_examples`, the `pretrained` and `random_init` mean accuracies
-        with their `_ci95`, `margin`, `margin_ci95`, `verdict`, `runs` and
-        `classifier`, the exported SavedModel folder), the `encoders` used
-        and the settings.
+        `dev_examples`, the `pretrained` and `random_init` mean probe
+        accuracies with their `_ci95`, `margin`, `margin_ci95`, `verdict`,
+        `runs`; the first task's `finetuned` run and `classifier`, the
+        exported SavedModel folder), the `encoders` used and the settings.
     """
     finetune_dir = os.path.join(output_dir, "finetune")
     os.makedirs(finetune_dir, exist_ok=True)
@@ -159,43 +177,52 @@ def finetune(exported, corpus, vocabulary, output_dir, max_seq_length=64,
                                      downstream.load_task(c["task_dir"]),
                                      length)
               for c, length in zip(chosen, lengths)]
-    probe = {name: x[:8] for name, x in inputs[0][1].items()}
-    starts = {"pretrained": pretrained_weights(exported, output_dir, probe)[0]}
-    random_starts = {seed: _built_encoder(config, seed).get_weights()
-                     for seed in seeds}
+    probe_inputs = {name: x[:8] for name, x in inputs[0][1].items()}
+    pretrained = _built_encoder(config)
+    pretrained.set_weights(
+        pretrained_weights(exported, output_dir, probe_inputs)[0])
+    encoders = {"pretrained": {None: pretrained},
+                "random_init": {seed: _built_encoder(config, seed)
+                                for seed in seeds}}
     results = []
     for counts, length, (train_x, dev_x) in zip(chosen, lengths, inputs):
         task = downstream.load_task(counts["task_dir"])
-        finetuner = finetuning.Finetuner(
-            _built_encoder(config), len(task.labels), num_train_steps)
         runs = {"pretrained": [], "random_init": []}
-        classifier = None
-        for seed in seeds:
-            starts["random_init"] = random_starts[seed]
-            for name in runs:
-                result = finetuner.run(train_x, task.train_labels, dev_x,
-                                       task.dev_labels, seed=seed,
-                                       encoder_weights=starts[name])
-                runs[name].append(dict(result, seed=seed))
-                logging.info("Fine-tuned %s encoder on %s, seed %d: dev "
-                             "accuracy %.4f (%.1f s)", name, task.name, seed,
-                             result["dev_accuracy"], result["seconds"])
-                if not results and classifier is None:
-                    # The first task's first pretrained run is served.
-                    classifier = tasks.export_classifier(
-                        finetuner.model, vocabulary["model_file"],
-                        os.path.join(output_dir, "export"),
-                        labels=list(task.labels),
-                        max_seq_length=length,
-                        model_name=CLASSIFIER_PREFIX + task.name)
+        for init, by_seed in encoders.items():
+            for seed, encoder in by_seed.items():
+                result = _probe_run(encoder, train_x, task.train_labels,
+                                    dev_x, task.dev_labels, len(task.labels))
+                runs[init].append(dict(result, seed=seed))
+                logging.info("Probed the %s encoder%s on %s: dev accuracy "
+                             "%.4f (%.1f s)", init,
+                             "" if seed is None else " (seed %d)" % seed,
+                             task.name, result["dev_accuracy"],
+                             result["seconds"])
         entry = task_result(task.name, runs, counts)
-        entry.update(classifier=classifier, max_seq_length=length)
+        entry.update(max_seq_length=length, classifier=None)
+        if not results:
+            # The user's path, once: fine-tune the pretrained encoder (a
+            # copy) on the first task and export it to serve.
+            finetuner = finetuning.Finetuner(
+                _built_encoder(config), len(task.labels), num_train_steps)
+            tuned = finetuner.run(train_x, task.train_labels, dev_x,
+                                  task.dev_labels, seed=0,
+                                  encoder_weights=pretrained.get_weights())
+            logging.info("Fine-tuned the pretrained encoder on %s: dev "
+                         "accuracy %.4f (%.1f s)", task.name,
+                         tuned["dev_accuracy"], tuned["seconds"])
+            entry["finetuned"] = tuned
+            entry["classifier"] = tasks.export_classifier(
+                finetuner.model, vocabulary["model_file"],
+                os.path.join(output_dir, "export"),
+                labels=list(task.labels), max_seq_length=length,
+                model_name=CLASSIFIER_PREFIX + task.name)
         results.append(entry)
-    encoders = {"pretrained": exported["paths"]["encoder"],
-                "random_init": "seeded initialization (one per seed)"}
     finetuned = {
         "tasks": results,
-        "encoders": encoders,
+        "method": PROBE_METHOD,
+        "encoders": {"pretrained": exported["paths"]["encoder"],
+                     "random_init": "seeded initialization (one per seed)"},
         "encoder_version": exported["version"],
         "settings": {"seeds": list(seeds), "num_train_steps": num_train_steps,
                      "tasks": [t["name"] for t in chosen]},
