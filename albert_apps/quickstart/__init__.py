@@ -1,9 +1,10 @@
 """The main job in one command: `python -m albert_apps.quickstart`.
 
 Shows what ALBERT is for, offline, in about ten minutes on 2 CPU cores:
-pretrain a small ALBERT on English text already on the machine, fine-tune
-the exported encoder on a task of text it never saw (against the same model
-from random initialization), and serve the result from raw text. Each stage
+pretrain a small ALBERT on English text already on the machine, measure
+what the exported encoder learned on tasks of text it never saw (against
+the same model from random initialization), fine-tune it on one, and serve
+the result from raw text. Each stage
 is a function of `albert_apps.quickstart.stages` (or `.report`) calling the
 library of the matching command-line tool:
 
@@ -11,7 +12,8 @@ library of the matching command-line tool:
    installed packages (`data_prep.builtin_corpus`), or `--input_file`; one
    document in 10 is held out for evaluation, and whole standard-library
    packages (`data.DOWNSTREAM_PACKAGES`; of a user's corpus, one document
-   in 10) are kept for the downstream task (`downstream.write_task`).
+   in 3 to 10, chosen from the corpus) are kept for the downstream tasks
+   (`downstream.write_task`).
 2. vocab (`build_vocabulary`): a SentencePiece model
    (`data_prep.vocab.train_vocab`, the library of
    `python -m data_prep.build_vocab`).
@@ -25,11 +27,13 @@ library of the matching command-line tool:
 5. export (`export_model`): the SavedModels
    (`export.exporter.export_from_checkpoint`, the library of
    `python -m export.export_saved_model`).
-6. finetune (`finetune`): the exported encoder loaded as a Keras layer
-   (`export.keras_layer.load_encoder`) and fine-tuned on the sentence order
-   of held-out documents, against random initialization, over several
-   seeds (`downstream.finetune`); the classifier is exported as a text-in
-   SavedModel (`export.tasks.export_classifier`).
+6. finetune (`transfer.finetune`): the exported encoder's weights
+   (checked against the SavedModel loaded as a Keras layer,
+   `export.keras_layer.load_encoder`) probed on each downstream task
+   (`probing`: a linear classifier of the frozen features), against random
+   initialization over several seeds; then fine-tuned on the first task
+   (`finetuning.Finetuner`) and exported as a text-in SavedModel
+   (`export.tasks.export_classifier`).
 7. query (`query`): fill-mask on held-out sentences and the classifier on
    the task's dev pairs, through the SavedModels' signatures.
 8. report (`report.summarize`, `report.write_report`): `report.txt`,
@@ -38,8 +42,8 @@ library of the matching command-line tool:
 Everything goes under `--output_dir`. Running again with the same output_dir
 resumes (`albert_apps.quickstart.resume`): finished stages are skipped,
 training continues from its newest checkpoint, and the exports and the
-fine-tuning are reused when they hold the current best checkpoint (else the
-next version is exported and fine-tuned).
+downstream results are reused when they hold the current best checkpoint
+(else the next version is exported and measured again).
 
     from albert_apps import quickstart
     report = quickstart.run("runs/quickstart", train_seconds=60)

@@ -3,9 +3,9 @@
 Writes a corpus (docstrings of the standard library and the installed
 packages, or --input_file), trains a SentencePiece vocabulary, builds
 pretraining TFRecords, pretrains a small ALBERT, exports it as SavedModels,
-fine-tunes the exported encoder on a task of held-out text (and the same
-model from random initialization), serves the fine-tuned classifier and
-queries the SavedModels; everything goes under --output_dir, and running
+measures the exported encoder on tasks of held-out text (linear probes,
+against the same model from random initialization), fine-tunes it on one,
+serves the fine-tuned classifier and queries the SavedModels; everything goes under --output_dir, and running
 again resumes. See `albert_apps.quickstart`.
 """
 

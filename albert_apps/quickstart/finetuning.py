@@ -1,9 +1,9 @@
-"""Many short fine-tuning runs of one classifier, compiled once.
+"""Short fine-tuning runs of one classifier, compiled once.
 
-The quickstart fine-tunes each downstream task from two initializations
-(pretrained and random) over several seeds: a dozen runs of the same model
-shape. Building and compiling a Keras model costs more than a run's 100
-steps, so `Finetuner` builds the classifier (`classifier`: the encoder, then
+The quickstart fine-tunes the exported encoder on a downstream task, and a
+study may fine-tune from several initializations and seeds: runs of the
+same model shape. Building and compiling a Keras model costs more than a
+run's 100 steps, so `Finetuner` builds the classifier (`classifier`: the encoder, then
 dropout and a dense layer on `pooled_output`) once, compiles its training
 step with XLA, and before each run puts back the encoder weights it is given,
 a head initialized from the run's seed, a fresh optimizer state and the

@@ -52,7 +52,8 @@ def features(encoder, inputs, batch_size=256):
     encoder inputs): `[N, 2H]` float64, `pooled_output` then the mean of
     `sequence_output` over the tokens of `input_mask`.
 
-    The forward pass is compiled with XLA once per call.
+    The forward pass is compiled with XLA once per call: the last batch is
+    padded to `batch_size` rows, so every batch has one shape.
     """
 
     @tf.function(jit_compile=True)
@@ -68,11 +69,15 @@ def features(encoder, inputs, batch_size=256):
     count = len(next(iter(inputs.values())))
     if count == 0:
         raise ValueError("No examples to compute the features of")
+    batch_size = min(batch_size, count)
     out = []
     for start in range(0, count, batch_size):
-        batch = {name: tf.constant(values[start:start + batch_size])
-                 for name, values in inputs.items()}
-        out.append(forward(batch).numpy())
+        batch = {}
+        for name, values in inputs.items():
+            rows = np.asarray(values[start:start + batch_size])
+            pad = batch_size - len(rows)
+            batch[name] = tf.constant(np.pad(rows, [(0, pad), (0, 0)]))
+        out.append(forward(batch).numpy()[:batch_size - pad])
     return np.concatenate(out).astype(np.float64)
 
 

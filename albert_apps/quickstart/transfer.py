@@ -124,10 +124,12 @@ def tasks_to_skip(sentence_order_verdict):
 def _probe_run(encoder, train_x, train_y, dev_x, dev_y, num_classes):
     """One linear probe of `encoder`'s frozen features."""
     start = time.time()
-    train_f = probing.features(encoder, train_x)
+    both = probing.features(encoder, {
+        name: np.concatenate([train_x[name], dev_x[name]])
+        for name in train_x})
+    train_f, dev_f = both[:len(train_y)], both[len(train_y):]
     probe = probing.fit(train_f, train_y, num_classes)
-    return {"dev_accuracy": probing.accuracy(
-                probe, probing.features(encoder, dev_x), dev_y),
+    return {"dev_accuracy": probing.accuracy(probe, dev_f, dev_y),
             "train_accuracy": probing.accuracy(probe, train_f, train_y),
             "seconds": round(time.time() - start, 1)}
 
