@@ -62,6 +62,7 @@ def test_cpu_device_rule():
     assert compile_choice.device_rule(tf.distribute.get_strategy()) is False
 
 
+@pytest.mark.slow
 def test_auto_times_real_steps_both_ways_and_remembers(tmp_path, monkeypatch):
     monkeypatch.setattr(compile_choice, "MIN_STEPS", 0)
     monkeypatch.setattr(compile_choice, "WINDOW_STEPS", 1)

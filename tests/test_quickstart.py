@@ -40,6 +40,7 @@ def test_split_corpus_holds_out_whole_documents(tmp_path):
     assert not any(name.endswith(".tmp") for name in os.listdir(tmp_path))
 
 
+@pytest.mark.slow
 def test_builtin_corpus_keeps_the_downstream_packages_out(tmp_path):
     from albert_apps.quickstart import data
 

@@ -103,6 +103,7 @@ def test_run_regression_and_resume(model_dir, tmp_path):
     assert rows[1].split("\t")[1].replace(".", "").lstrip("-").isdigit()
 
 
+@pytest.mark.slow
 def test_run_squad_v2_and_export(model_dir, tmp_path):
     path, context = tasks_testdata.write_squad(str(tmp_path / "sq.json"),
                                                version_2=True)
