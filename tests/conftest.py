@@ -46,11 +46,31 @@ def pytest_configure(config):
         os.environ.setdefault("XLA_FLAGS", FAST_COMPILE_XLA_FLAGS)
 
 
-def pytest_collection_modifyitems(items):
-    for item in items:
-        group = _GROUP_OF.get(os.path.basename(str(item.fspath)))
-        if group:
-            item.add_marker(pytest.mark.xdist_group(group))
+def group_of(nodeid):
+    """The xdist scope of a test: its module's group, else the test alone."""
+    module = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+    return _GROUP_OF.get(module, nodeid)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup` by `XDIST_GROUPS`: each group's tests go to one
+    worker, the other tests one by one to whichever worker is free.
+
+    xdist's own loadgroup reads `xdist_group` marks through test ids that it
+    rewrites on the workers, which pytest 9.2 no longer lets it do (the
+    groups were silently ignored); this groups by module file name on the
+    controller instead.
+    """
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return group_of(nodeid)
+
+    return GroupScheduling(config, log)
+
 
 # --- The main job on the built-in corpus (slow tests) ---
 
