@@ -203,7 +203,8 @@ def _runs(args):
     return rows
 
 
-def main():
+def _parse_args():
+    """The command line's settings."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus_mb", type=float, default=3.0)
     parser.add_argument("--vocab_size", type=int, default=30000)
@@ -223,20 +224,24 @@ def main():
     parser.add_argument("--work_dir",
                         default=os.path.join(tempfile.gettempdir(),
                                              "albert_data_prep_bench"))
-    args = parser.parse_args()
+    return parser.parse_args()
 
-    env = dict(os.environ)
-    env["PYTHONPATH"] = _ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    corpus, model = prepare(args.work_dir, args.corpus_mb, args.vocab_size)
-    pieces = vocab.load_model(model).get_piece_size()
-    cores = os.cpu_count() or 1
-    out_dir = tempfile.mkdtemp(dir=args.work_dir)
-    print("corpus: %s (%.2f MB), vocabulary: %d pieces, max_seq_length %d, "
-          "dupe_factor %d, chunk %g MB, %d shards, %d CPU cores, medians of "
-          "%d runs" % (corpus, os.path.getsize(corpus) / 1e6, pieces,
-                       args.max_seq_length, args.dupe_factor, args.chunk_mb,
-                       args.num_output_shards, cores, args.repeats))
-    print()
+
+def _measure_in_turn(rows, corpus, model, out_dir, args, env):
+    """`args.repeats` measurements of each row, by row."""
+    runs = {row: [] for row in rows}
+    for _ in range(args.repeats):  # In turn: load changes hit every row.
+        for row in rows:
+            label, workers, beam, order = row
+            runs[row].append(measure(corpus, model, out_dir, workers, args,
+                                     env, beam, order))
+    return runs
+
+
+def _print_speed_table(corpus, model, out_dir, args, env):
+    """The first table: the medians of every runner, order and worker
+    count, and whether each wrote the same bytes as the first of its
+    order."""
     header = ("| runner | order | workers | instances | builder s | "
               "instances/s | CPU s | instances per CPU s | x official | "
               "vs chunk order | peak RSS MB (all) | peak RSS MB (main) | "
@@ -244,12 +249,7 @@ def main():
     print(header)
     print("|---|---|" + "---:|" * (header.count("|") - 4) + "---|")
     rows = _runs(args)
-    runs = {row: [] for row in rows}
-    for _ in range(args.repeats):  # In turn: load changes hit every row.
-        for row in rows:
-            label, workers, beam, order = row
-            runs[row].append(measure(corpus, model, out_dir, workers, args,
-                                     env, beam, order))
+    runs = _measure_in_turn(rows, corpus, model, out_dir, args, env)
     local_rates, chunk_per_cpu, references = {}, {}, {}
     for row in rows:
         label, workers, beam, order = row
@@ -275,6 +275,10 @@ def main():
                   versus_chunk, med["peak_total"], med["peak_main"], versus,
                   med["mixing"], "yes" if same else "NO"), flush=True)
 
+
+def _print_scaling_table(corpus, model, out_dir, args, env):
+    """The second table, unless `--scaling` is empty: one local run in the
+    global order per corpus repetition."""
     scaling = [int(s) for s in args.scaling.split(",") if s]
     if scaling:
         print()
@@ -294,6 +298,25 @@ def main():
                                 per_cpu / OFFICIAL_INSTANCES_PER_CORE_S,
                                 run["peak_total"], run["peak_main"]),
                   flush=True)
+
+
+def main():
+    """Runs the benchmark and prints its two tables."""
+    args = _parse_args()
+    env = dict(os.environ)
+    env["PYTHONPATH"] = _ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    corpus, model = prepare(args.work_dir, args.corpus_mb, args.vocab_size)
+    pieces = vocab.load_model(model).get_piece_size()
+    cores = os.cpu_count() or 1
+    out_dir = tempfile.mkdtemp(dir=args.work_dir)
+    print("corpus: %s (%.2f MB), vocabulary: %d pieces, max_seq_length %d, "
+          "dupe_factor %d, chunk %g MB, %d shards, %d CPU cores, medians of "
+          "%d runs" % (corpus, os.path.getsize(corpus) / 1e6, pieces,
+                       args.max_seq_length, args.dupe_factor, args.chunk_mb,
+                       args.num_output_shards, cores, args.repeats))
+    print()
+    _print_speed_table(corpus, model, out_dir, args, env)
+    _print_scaling_table(corpus, model, out_dir, args, env)
 
 if __name__ == "__main__":
     main()

@@ -386,6 +386,104 @@ def _write_global_order(results, shards, totals, progress_, random_seed,
     return meter.result()
 
 
+def _log_start(plan, global_shuffle, num_workers):
+    """Logs what a run reads and writes, in which order, with how many
+    workers."""
+    logging.info("Reading %d input files; writing %d shards (%s%s) in %s "
+                 "order; %d workers.", len(plan.inputs), len(plan.shard_paths),
+                 plan.shard_paths[0],
+                 ", ..." if len(plan.shard_paths) > 1 else "",
+                 "a global random" if global_shuffle else "chunk",
+                 max(1, num_workers))
+
+
+def _chunk_results(plan, settings, read_counters, num_workers, chunk_bytes,
+                   max_line_bytes):
+    """The corpus read in chunks and worked here or in `num_workers`
+    processes.
+
+    Returns:
+        A generator of `(chunk key, frames, counters)` in chunk order;
+        closing it stops the worker pool, if any.
+    """
+    chunks = reader.iter_corpus_chunks(plan.units, read_counters, chunk_bytes,
+                                       max_line_bytes)
+    return (_process_parallel(chunks, settings, num_workers)
+            if num_workers > 1 else _process_serial(chunks, settings))
+
+
+def _write_shards(plan, settings, results, totals, progress_, read_counters,
+                  global_shuffle, shuffle_memory_bytes, vocab_size):
+    """Writes every record to the shards and commits them; on an error the
+    unfinished shards are deleted instead. The worker pool and the shuffle's
+    temporary files are cleaned up either way.
+
+    Returns:
+        `(shards, mixed)`: the committed `output.ShardSet` and the mixing
+        measure (`data_prep.mixing`) of the output order.
+
+    Raises:
+        reader.InputError: no instance was built.
+        shuffle.BucketError: a temporary file was damaged during the run.
+    """
+    temp_dir = shuffle.temp_dir(plan.shard_paths[0])
+    shards = output_lib.ShardSet(plan.shard_paths)
+    try:
+        if global_shuffle:
+            bits = shuffle.bucket_bits(
+                shuffle.estimated_output_bytes(plan.input_bytes,
+                                               settings.dupe_factor),
+                shuffle_memory_bytes, shuffle.MAX_SCATTER_BUCKETS)
+            mixed = _write_global_order(
+                results, shards, totals, progress_, settings.random_seed,
+                temp_dir, bits, shuffle_memory_bytes, vocab_size)
+        else:
+            _write_chunk_order(results, shards, totals, progress_)
+        if not shards.written:
+            raise no_instances_error(
+                read_counters, totals.counts["one_sentence_documents"])
+        shards.commit()
+    except BaseException:
+        shards.abort()
+        raise
+    finally:
+        progress_.close()
+        results.close()  # Stops the worker pool, if any.
+        filesystems.remove_tree(temp_dir)
+    if not global_shuffle:
+        mixed = mixing.measure_files(plan.shard_paths, shards.written,
+                                     vocab_size)
+    return shards, mixed
+
+
+def _run_statistics(plan, settings, chunk_bytes, global_shuffle, totals,
+                    read_counters, shards, mixed, start_time):
+    """The statistics dict of a written run: the counts, the mixing measure,
+    and the run's files, time since `start_time` and settings."""
+    stats = stats_lib.statistics(totals, read_counters, settings.options)
+    stats["mixing"] = mixed
+    stats_lib.add_run(
+        stats, plan.inputs, plan.shard_paths, shards.counts,
+        time.time() - start_time,
+        run_settings(settings.options, settings.dupe_factor,
+                     settings.random_seed, settings.do_lower_case,
+                     len(plan.shard_paths), chunk_bytes,
+                     settings.dynamic_masking, global_shuffle))
+    return stats
+
+
+def _finish_run(stats, plan, output_file, read_counters):
+    """Writes the statistics file, removes what earlier and killed runs
+    left, and logs the summary."""
+    tfrecord.write_text_atomically(plan.stats_path,
+                                   json.dumps(stats, indent=2) + "\n")
+    output_lib.remove_earlier_outputs(plan.earlier, output_file)
+    for stale in shuffle.stale_temp_dirs(plan.shard_paths[0]):
+        logging.info("Removing %s, left by a killed run.", stale)
+        filesystems.remove_tree(stale)
+    stats_lib.log_summary(stats, read_counters, plan.stats_path)
+
+
 def create_pretraining_data(
         input_file, output_file, spm_model_file,
         options=instances_lib.InstanceOptions(), dupe_factor=40,
@@ -440,62 +538,19 @@ def create_pretraining_data(
     settings = ChunkSettings(plan.model_proto, options, dupe_factor,
                              random_seed, do_lower_case, dynamic_masking)
     vocab_size = vocab.load_model(plan.model_proto).get_piece_size()
-    logging.info("Reading %d input files; writing %d shards (%s%s) in %s "
-                 "order; %d workers.", len(plan.inputs), len(plan.shard_paths),
-                 plan.shard_paths[0],
-                 ", ..." if len(plan.shard_paths) > 1 else "",
-                 "a global random" if global_shuffle else "chunk",
-                 max(1, num_workers))
+    _log_start(plan, global_shuffle, num_workers)
 
     read_counters = reader.ReadCounters()
-    chunks = reader.iter_corpus_chunks(plan.units, read_counters, chunk_bytes,
-                                       max_line_bytes)
-    results = (_process_parallel(chunks, settings, num_workers)
-               if num_workers > 1 else _process_serial(chunks, settings))
+    results = _chunk_results(plan, settings, read_counters, num_workers,
+                             chunk_bytes, max_line_bytes)
     totals = stats_lib.Totals(options.ngram)
     progress_ = _Progress(totals, read_counters, progress_interval_s,
                           plan.input_bytes)
     start_time = time.time()
-    temp_dir = shuffle.temp_dir(plan.shard_paths[0])
-    shards = output_lib.ShardSet(plan.shard_paths)
-    try:
-        if global_shuffle:
-            bits = shuffle.bucket_bits(
-                shuffle.estimated_output_bytes(plan.input_bytes, dupe_factor),
-                shuffle_memory_bytes, shuffle.MAX_SCATTER_BUCKETS)
-            mixed = _write_global_order(
-                results, shards, totals, progress_, random_seed, temp_dir,
-                bits, shuffle_memory_bytes, vocab_size)
-        else:
-            _write_chunk_order(results, shards, totals, progress_)
-        if not shards.written:
-            raise no_instances_error(
-                read_counters, totals.counts["one_sentence_documents"])
-        shards.commit()
-    except BaseException:
-        shards.abort()
-        raise
-    finally:
-        progress_.close()
-        results.close()  # Stops the worker pool, if any.
-        filesystems.remove_tree(temp_dir)
-    if not global_shuffle:
-        mixed = mixing.measure_files(plan.shard_paths, shards.written,
-                                     vocab_size)
-
-    stats = stats_lib.statistics(totals, read_counters, options)
-    stats["mixing"] = mixed
-    stats_lib.add_run(
-        stats, plan.inputs, plan.shard_paths, shards.counts,
-        time.time() - start_time,
-        run_settings(options, dupe_factor, random_seed, do_lower_case,
-                     len(plan.shard_paths), chunk_bytes, dynamic_masking,
-                     global_shuffle))
-    tfrecord.write_text_atomically(plan.stats_path,
-                                   json.dumps(stats, indent=2) + "\n")
-    output_lib.remove_earlier_outputs(plan.earlier, output_file)
-    for stale in shuffle.stale_temp_dirs(plan.shard_paths[0]):
-        logging.info("Removing %s, left by a killed run.", stale)
-        filesystems.remove_tree(stale)
-    stats_lib.log_summary(stats, read_counters, plan.stats_path)
+    shards, mixed = _write_shards(plan, settings, results, totals, progress_,
+                                  read_counters, global_shuffle,
+                                  shuffle_memory_bytes, vocab_size)
+    stats = _run_statistics(plan, settings, chunk_bytes, global_shuffle,
+                            totals, read_counters, shards, mixed, start_time)
+    _finish_run(stats, plan, output_file, read_counters)
     return stats

@@ -17,8 +17,10 @@ from albert_tf.config import AlbertConfig
 from albert_tf.layers import preprocessing
 from albert_tf.models.pretrainer import AlbertPretrainer
 from data_prep import vocab
+from albert_tf.models import precision
 from export import layout
 from export.options import ExportOptions  # pylint: disable=unused-import
+from export import precision_choice
 from export import saved_models
 from export import serving_compat
 
@@ -61,7 +63,8 @@ def _save(root, signatures, path):
 def export_pretrainer(pretrainer, spm_model_proto, export_dir,
                       model_name="albert", version=None, max_seq_length=128,
                       do_lower_case=True, top_k=5, save_keras=True,
-                      tf_serving_version=None, serving_shape="dynamic"):
+                      tf_serving_version=None, serving_shape="dynamic",
+                      serving_dtype="float32"):
     """Exports an `AlbertPretrainer` (see `export.export_saved_model`).
 
     Args:
@@ -80,6 +83,11 @@ def export_pretrainer(pretrainer, spm_model_proto, export_dir,
             longest row rounded up to a multiple of 8, at most
             `max_seq_length`) or "fixed" (`max_seq_length`); see
             `export.saved_models`.
+        serving_dtype: what the text-in model computes in: "float32",
+            "bfloat16", "int8" (compiled by XLA) or "auto" (the fastest
+            here that agrees with float32; see `export.precision_choice`).
+            The TF-Hub-style encoder and `encoder.keras` stay float32 (they
+            are for fine-tuning).
 
     Returns:
         A dict with keys `serving`, `encoder`, `preprocessor` (the version
@@ -97,12 +105,15 @@ def export_pretrainer(pretrainer, spm_model_proto, export_dir,
     config = pretrainer.config
     _check_arguments(config, spm_model_proto, max_seq_length, top_k,
                      serving_shape)
+    precision_choice.check_choice(serving_dtype)
     names = model_names(model_name)
     staged = layout.StagedExport(export_dir, names.values(), version)
     try:
-        _write_models(staged, names, pretrainer, spm_model_proto,
-                      max_seq_length, do_lower_case, top_k, save_keras,
-                      serving_shape)
+        record, served = precision_choice.serving_model(
+            pretrainer, serving_dtype, spm_model_proto, max_seq_length)
+        _write_models(staged, names, pretrainer, served, record,
+                      spm_model_proto, max_seq_length, do_lower_case, top_k,
+                      save_keras, serving_shape)
         serving_compat.check_export(
             {name: staged.path(name) for name in names.values()},
             tf_serving_version)
@@ -138,17 +149,21 @@ def _check_arguments(config, spm_model_proto, max_seq_length, top_k,
     preprocessing.check_serving_shape(serving_shape)
 
 
-def _write_models(staged, names, pretrainer, spm_model_proto, max_seq_length,
-                  do_lower_case, top_k, save_keras, serving_shape):
-    """Writes the text-in model, the encoder (and its `.keras` file) and the
-    preprocessor into their staging folders, with the shared assets."""
+def _write_models(staged, names, pretrainer, served, record, spm_model_proto,
+                  max_seq_length, do_lower_case, top_k, save_keras,
+                  serving_shape):
+    """Writes the text-in model (`served`, in the precision of `record`),
+    the encoder (and its `.keras` file) and the preprocessor into their
+    staging folders, with the shared assets."""
     assets = _write_assets(os.path.join(staged.staging_dir, "_assets"),
                            pretrainer.config, spm_model_proto)
     preprocessor = preprocessing.TextPreprocessor(
         spm_model_proto, max_seq_length, do_lower_case)
+    serving_path = staged.path(names["serving"])
     _save(*saved_models.build_serving_model(
-        pretrainer, preprocessor, top_k, assets, serving_shape),
-          staged.path(names["serving"]))
+        served, preprocessor, top_k, assets, serving_shape,
+        precision.needs_xla(record["serving_dtype"])), serving_path)
+    precision_choice.write(record, serving_path)
     encoder_path = staged.path(names["encoder"])
     _save(*saved_models.build_encoder_model(pretrainer.encoder, assets),
           encoder_path)

@@ -48,6 +48,18 @@ def op_types(path):
     return sorted(types)
 
 
+def xla_compiled(path):
+    """Whether a SavedModel holds functions that must be compiled by XLA
+    (`jit_compile=True`): the model server runs them only with
+    `--xla_cpu_compilation_enabled=true` (TF Serving 2.5 and later)."""
+    for meta_graph in _read_saved_model(path).meta_graphs:
+        for function in meta_graph.graph_def.library.function:
+            attr = function.attr.get("_XlaMustCompile")
+            if attr is not None and attr.b:
+                return True
+    return False
+
+
 # Run in a fresh interpreter (`-I`: no PYTHONPATH, no user site), so that
 # only TensorFlow and then tensorflow-text have registered ops: nothing this
 # process imported can hide a missing op.

@@ -199,6 +199,46 @@ def run_by_length(fn, inputs, multiple=preprocessing.LENGTH_MULTIPLE):
     return {key: value[:rows_in] for key, value in grouped().items()}
 
 
+# Row counts an XLA-compiled model runs at (then multiples of the last):
+# XLA compiles a program for every input shape, and a server sees every
+# batch size, so the rows of a batch (or of a length group) are padded up to
+# the next of these with rows of padding, which keeps the shapes compiled to
+# a few per sequence length.
+ROW_BUCKETS = (1, 2, 4, 8, 16, 32, 64)
+
+
+def bucketed_rows(rows):
+    """The smallest of `ROW_BUCKETS` (or multiple of the last) >= `rows`."""
+    buckets = tf.constant(ROW_BUCKETS)
+    index = tf.searchsorted(buckets, tf.reshape(rows, [1]))[0]
+    largest = ROW_BUCKETS[-1]
+    return tf.where(index < len(ROW_BUCKETS),
+                    tf.gather(buckets, tf.minimum(index, len(ROW_BUCKETS) - 1)),
+                    (rows + largest - 1) // largest * largest)
+
+
+def model_runner(fn, compile_with_xla=False):
+    """`fn` (encoder inputs -> dict of tensors with the rows first) as an
+    export runs it: as it is, or compiled by XLA on rows padded to
+    `bucketed_rows` (the padding rows' outputs are dropped).
+
+    The result keeps `fn.sequence_keys` (see `run_by_length`).
+    """
+    if not compile_with_xla:
+        return fn
+    compiled = tf.function(fn, jit_compile=True, autograph=False)
+
+    def run(inputs):
+        rows = tf.shape(inputs["input_mask"])[0]
+        extra = bucketed_rows(rows) - rows
+        padded = {key: tf.pad(value, [[0, extra], [0, 0]])
+                  for key, value in inputs.items()}
+        return {key: value[:rows] for key, value in compiled(padded).items()}
+
+    run.sequence_keys = tuple(getattr(fn, "sequence_keys", ()))
+    return run
+
+
 def optional_text_b(text, text_b):
     """`text_b`, or empty strings when it is an empty tensor (no pairs).
 
@@ -213,16 +253,18 @@ def optional_text_b(text, text_b):
 
 
 def build_serving_model(pretrainer, preprocessor, top_k=5, assets=None,
-                        serving_shape="dynamic"):
+                        serving_shape="dynamic", compile_with_xla=False):
     """The end-to-end text-in model (see the module docstring).
 
     Args:
-        pretrainer: an `albert_tf.AlbertPretrainer` with trained weights.
+        pretrainer: an `albert_tf.AlbertPretrainer` with trained weights, in
+            its serving precision (`albert_tf.models.precision`).
         preprocessor: an `albert_tf.layers.preprocessing.TextPreprocessor`.
         top_k: K of `fill_mask`.
         assets: optional dict of attribute name -> file path saved as assets.
         serving_shape: "dynamic" (pad each batch to its longest row, rounded
             up to a multiple of 8) or "fixed" (always `max_seq_length`).
+        compile_with_xla: run the encoder compiled by XLA (`model_runner`).
 
     Returns:
         `(root, signatures)` for `tf.saved_model.save`.
@@ -237,12 +279,13 @@ def build_serving_model(pretrainer, preprocessor, top_k=5, assets=None,
     _add_assets(root, assets)
     top_k = min(int(top_k), pretrainer.config.vocab_size)
 
-    def run_encoder(inputs):
+    def encoder_outputs(inputs):
         outputs = encoder(inputs, training=False)
         return {"pooled_output": _float32(outputs["pooled_output"]),
                 "sequence_output": _float32(outputs["sequence_output"])}
 
-    run_encoder.sequence_keys = ("sequence_output",)
+    encoder_outputs.sequence_keys = ("sequence_output",)
+    run_encoder = model_runner(encoder_outputs, compile_with_xla)
 
     def encode(text, text_b=None):
         inputs = preprocessor.encode(text, text_b, pad_to_longest=dynamic)
@@ -262,8 +305,9 @@ def build_serving_model(pretrainer, preprocessor, top_k=5, assets=None,
 
     @tf.function(input_signature=[_STRINGS])
     def fill_mask(text):
-        return fill_mask_lib.fill_mask_outputs(pretrainer, preprocessor, text,
-                                               top_k, dynamic)
+        return fill_mask_lib.fill_mask_outputs(
+            pretrainer, preprocessor, text, top_k, dynamic,
+            encode=lambda inputs: run_encoder(inputs)["sequence_output"])
 
     @tf.function(input_signature=[_STRINGS, _STRINGS])
     def sop(text, text_b):

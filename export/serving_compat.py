@@ -32,6 +32,9 @@ from export import layout
 TABLE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                           "tf_serving_ops.json")
 OPS_FILE = os.path.join("assets.extra", "ops.json")
+# What the model server needs to run a SavedModel with XLA-compiled
+# functions (an int8 export): without it the first request fails.
+XLA_SERVER_FLAG = "--xla_cpu_compilation_enabled=true"
 
 
 class UnknownServingVersionError(ValueError):
@@ -167,12 +170,15 @@ def check_export(saved_models, tf_serving_version=None, table=None):
     for name, path in saved_models.items():
         ops = graph_ops.op_types(path)
         releases = serving_releases(ops, table)
+        xla = graph_ops.xla_compiled(path)
         record = {
             "ops": ops,
             "tensorflow_text_ops": [op for op in ops
                                     if _owner(op, table) == "tensorflow_text"],
             "tf_serving_releases": releases,
             "oldest_tf_serving": releases[0] if releases else None,
+            "xla_compiled": xla,
+            "model_server_flags": [XLA_SERVER_FLAG] if xla else [],
             "checked_against": tf_serving_version,
             "table": "export/tf_serving_ops.json",
         }
@@ -186,8 +192,10 @@ def check_export(saved_models, tf_serving_version=None, table=None):
                 missing[name] = lacking
         if releases:
             logging.info("%s: %d op types; TF Serving %s can serve it "
-                         "(oldest: %s)", name, len(ops),
-                         _describe(releases, table), releases[0])
+                         "(oldest: %s)%s", name, len(ops),
+                         _describe(releases, table), releases[0],
+                         " with %s (it holds XLA-compiled functions)"
+                         % XLA_SERVER_FLAG if xla else "")
         else:
             logging.warning(
                 "%s: no TF Serving release of %s links all its op types "
@@ -269,6 +277,34 @@ def markdown_table(saved_models, table=None):
                     if _owner(op, table) == "tensorflow_text"]
         lines.append("- `%s`: %d op types; tensorflow-text ops: %s" % (
             name, len(ops[name]), _code(text_ops) or "none"))
+    return "\n".join(lines) + "\n"
+
+
+def precision_table(saved_models, table=None):
+    """A markdown table: what each serving dtype adds to an export.
+
+    Args:
+        saved_models: a dict serving dtype -> the text-in SavedModel folder
+            of one model exported in that dtype; "float32" is the base.
+        table: a table as `load_table` returns.
+
+    Returns:
+        The markdown text: per dtype, the op types its SavedModel has and
+        the float32 one has not, the TF Serving releases that link all its
+        ops, and the model server flags it needs.
+    """
+    table = table or load_table()
+    ops = {name: graph_ops.op_types(path) for name, path in saved_models.items()}
+    base = set(ops.get("float32", ()))
+    lines = ["| serving dtype | op types added to float32's | TF Serving "
+             "releases | model server flags |", "|---|---|---|---|"]
+    for name, path in saved_models.items():
+        releases = serving_releases(ops[name], table)
+        flags = [XLA_SERVER_FLAG] if graph_ops.xla_compiled(path) else []
+        lines.append("| %s | %s | %s | %s |" % (
+            name, _code(sorted(set(ops[name]) - base)) or "none",
+            _describe(releases, table) if releases else "none",
+            _code(flags) or "none"))
     return "\n".join(lines) + "\n"
 
 

@@ -40,8 +40,10 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from albert_tf.layers import preprocessing
+from albert_tf.models import precision
 from export import exporter
 from export import layout
+from export import precision_choice
 from export import saved_models
 from export import serving_compat
 
@@ -62,11 +64,13 @@ def _read(path):
         return f.read()
 
 
-def _save(root, signatures, export_dir, model_name, version, spm_model_file):
+def _save(root, signatures, export_dir, model_name, version, spm_model_file,
+          record):
     root.spm_model = tf.saved_model.Asset(spm_model_file)
     staged = layout.StagedExport(export_dir, [model_name], version)
     try:
         tf.saved_model.save(root, staged.path(model_name), signatures=signatures)
+        precision_choice.write(record, staged.path(model_name))
         serving_compat.check_export({model_name: staged.path(model_name)})
     except Exception:
         staged.abort()
@@ -77,7 +81,7 @@ def _save(root, signatures, export_dir, model_name, version, spm_model_file):
 def export_classifier(model, spm_model_file, export_dir, labels=None,
                       max_seq_length=128, do_lower_case=True,
                       model_name="albert_classifier", version=None,
-                      serving_shape="dynamic"):
+                      serving_shape="dynamic", serving_dtype="float32"):
     """Exports an `AlbertClassifier` that takes raw text.
 
     Args:
@@ -91,27 +95,36 @@ def export_classifier(model, spm_model_file, export_dir, labels=None,
         version: int, or None for the next free one.
         serving_shape: "dynamic" (pad to the batch's longest row, rounded up
             to a multiple of 8) or "fixed" (always `max_seq_length`).
+        serving_dtype: "float32", "bfloat16", "int8" or "auto" (see
+            `export.precision_choice`).
 
     Returns:
         The version folder written.
 
     Raises:
         ValueError: when `labels` does not match the model's classes, or an
-            unknown `serving_shape`.
+            unknown `serving_shape` or `serving_dtype`.
     """
     dynamic = preprocessing.check_serving_shape(serving_shape) == "dynamic"
+    precision_choice.check_choice(serving_dtype)
     regression = labels is None
     if not regression and len(labels) != model.num_classes:
         raise ValueError(f"One label per class is needed ({model.num_classes}). "
                          f"Received: labels={list(labels)!r}")
+    spm_model_proto = _read(spm_model_file)
     preprocessor = preprocessing.TextPreprocessor(
-        _read(spm_model_file), max_seq_length, do_lower_case)
+        spm_model_proto, max_seq_length, do_lower_case)
+    record, model = precision_choice.serving_model(
+        model, serving_dtype, spm_model_proto, max_seq_length)
     root = _root(model, preprocessor)
     label_names = tf.constant(list(labels or ["score"]))
 
-    def run_model(inputs):
+    def model_logits(inputs):
         return {"logits": tf.cast(model(inputs, training=False)["logits"],
                                   tf.float32)}
+
+    run_model = saved_models.model_runner(
+        model_logits, precision.needs_xla(record["serving_dtype"]))
 
     def classify(text, text_b=None):
         inputs = preprocessor.encode(text, text_b, pad_to_longest=dynamic)
@@ -136,12 +149,12 @@ def export_classifier(model, spm_model_file, export_dir, labels=None,
     root.serve_single = serve_single
     return _save(root, {"serving_default": serve.get_concrete_function(),
                         "serving_single": serve_single.get_concrete_function()},
-                 export_dir, model_name, version, spm_model_file)
+                 export_dir, model_name, version, spm_model_file, record)
 
 
 def export_text_classifier(model, export_dir, labels=None,
                            model_name="albert_classifier", version=None,
-                           serving_shape="dynamic"):
+                           serving_shape="dynamic", serving_dtype="float32"):
     """Exports an `AlbertTextClassifier` in the layout of `export_classifier`.
 
     The SavedModel is the CLIs' (`serving_default(text, text_b)`,
@@ -153,7 +166,8 @@ def export_text_classifier(model, export_dir, labels=None,
         export_dir: the serving base folder.
         labels: label names, one per class (default: "0", "1", ...); ignored
             for a regressor (`num_classes=1`).
-        model_name, version, serving_shape: see `export_classifier`.
+        model_name, version, serving_shape, serving_dtype: see
+            `export_classifier`.
 
     Returns:
         The version folder written.
@@ -170,7 +184,7 @@ def export_text_classifier(model, export_dir, labels=None,
         return export_classifier(
             model.classifier, spm_model_file, export_dir, labels,
             preprocessor.seq_length, preprocessor.do_lower_case, model_name,
-            version, serving_shape)
+            version, serving_shape, serving_dtype)
 
 
 def export_masked_lm(model, export_dir, model_name="albert", version=None,
@@ -190,7 +204,7 @@ def export_masked_lm(model, export_dir, model_name="albert", version=None,
         version: int, or None for the next free one.
         top_k: predictions per mask of `fill_mask`.
         **kwargs: the other arguments of `export_pretrainer` (`save_keras`,
-            `tf_serving_version`, `serving_shape`).
+            `tf_serving_version`, `serving_shape`, `serving_dtype`).
 
     Returns:
         What `export_pretrainer` returns: the version folders by kind.
@@ -266,7 +280,7 @@ def export_span_extractor(model, spm_model_file, export_dir,
                           max_seq_length=384, max_query_length=64,
                           max_answer_length=30, do_lower_case=True,
                           model_name="albert_squad", version=None,
-                          serving_shape="dynamic"):
+                          serving_shape="dynamic", serving_dtype="float32"):
     """Exports an `AlbertSpanExtractor` taking question and context strings.
 
     Args:
@@ -281,24 +295,32 @@ def export_span_extractor(model, spm_model_file, export_dir,
         version: int, or None for the next free one.
         serving_shape: "dynamic" (pad to the batch's longest row, rounded up
             to a multiple of 8) or "fixed" (always `max_seq_length`).
+        serving_dtype: "float32", "bfloat16", "int8" or "auto" (see
+            `export.precision_choice`).
 
     Returns:
         The version folder written.
 
     Raises:
-        ValueError: an unknown `serving_shape`.
+        ValueError: an unknown `serving_shape` or `serving_dtype`.
     """
     dynamic = preprocessing.check_serving_shape(serving_shape) == "dynamic"
+    precision_choice.check_choice(serving_dtype)
+    spm_model_proto = _read(spm_model_file)
     preprocessor = preprocessing.TextPreprocessor(
-        _read(spm_model_file), max_seq_length, do_lower_case)
+        spm_model_proto, max_seq_length, do_lower_case)
+    record, model = precision_choice.serving_model(
+        model, serving_dtype, spm_model_proto, max_seq_length)
     root = _root(model, preprocessor)
     words_tokenizer = tf_text.WhitespaceTokenizer()
 
-    def run_model(inputs):
+    def model_logits(inputs):
         return {key: tf.cast(value, tf.float32)
                 for key, value in model(inputs, training=False).items()}
 
-    run_model.sequence_keys = ("start_logits", "end_logits")
+    model_logits.sequence_keys = ("start_logits", "end_logits")
+    run_model = saved_models.model_runner(
+        model_logits, precision.needs_xla(record["serving_dtype"]))
 
     @tf.function(input_signature=[_STRINGS, _STRINGS])
     def serve(question, context):
@@ -325,4 +347,4 @@ def export_span_extractor(model, spm_model_file, export_dir,
 
     root.serve = serve
     return _save(root, {"serving_default": serve.get_concrete_function()},
-                 export_dir, model_name, version, spm_model_file)
+                 export_dir, model_name, version, spm_model_file, record)

@@ -49,6 +49,53 @@ def _reuse(entry, current):
     return entry["skipped"]
 
 
+def _data_stages(timer, data_dir, input_file, max_corpus_chars, vocab_size,
+                 num_threads, dupe_factor, shape):
+    """Stages 1-3: the corpus, the vocabulary and the pretraining records,
+    each reused when current.
+
+    Returns:
+        (corpus, vocabulary, records): what the stages returned.
+    """
+    with timer.stage("corpus") as entry:
+        corpus = resume.current_corpus(data_dir, input_file, max_corpus_chars)
+        if not _reuse(entry, corpus):
+            corpus = stages.write_corpus(data_dir, input_file, max_corpus_chars)
+    with timer.stage("vocab") as entry:
+        vocabulary = resume.current_vocabulary(corpus, data_dir, vocab_size)
+        if not _reuse(entry, vocabulary):
+            vocabulary = stages.build_vocabulary(corpus, data_dir, vocab_size,
+                                                 num_threads)
+    with timer.stage("records") as entry:
+        records = resume.current_records(corpus, vocabulary, data_dir,
+                                         dupe_factor=dupe_factor, **shape)
+        if not _reuse(entry, records):
+            records = stages.build_records(corpus, vocabulary, data_dir,
+                                           dupe_factor=dupe_factor, **shape)
+    return corpus, vocabulary, records
+
+
+def _finetune_stage(timer, corpus, vocabulary, records, trained, exported,
+                    output_dir, max_seq_length, finetune_seeds,
+                    finetune_steps):
+    """Stage 6: the downstream tasks (`transfer.finetune`), reused when
+    current; the tasks held-out SOP rules out (`transfer.tasks_to_skip`)
+    are skipped."""
+    with timer.stage("finetune") as entry:
+        held_out = report_lib.results(trained, records["baseline"],
+                                      records["eval"]["instances"])
+        tuning = dict(seeds=tuple(finetune_seeds),
+                      num_train_steps=finetune_steps,
+                      skipped=transfer.tasks_to_skip(
+                          held_out["sentence_order_verdict"]))
+        finetuned = resume.current_finetune(exported, corpus, output_dir,
+                                            **tuning)
+        if not _reuse(entry, finetuned):
+            finetuned = transfer.finetune(exported, corpus, vocabulary,
+                                          output_dir, max_seq_length, **tuning)
+    return finetuned
+
+
 def run(output_dir, input_file=None, max_corpus_chars=3_000_000,
         vocab_size=4000, max_seq_length=64,
         num_train_steps=stages.NUM_TRAIN_STEPS,
@@ -79,23 +126,11 @@ def run(output_dir, input_file=None, max_corpus_chars=3_000_000,
     data_dir = os.path.join(output_dir, "data")
     os.makedirs(data_dir, exist_ok=True)
     start, timer = time.time(), StageTimer()
-    with timer.stage("corpus") as entry:
-        corpus = resume.current_corpus(data_dir, input_file, max_corpus_chars)
-        if not _reuse(entry, corpus):
-            corpus = stages.write_corpus(data_dir, input_file, max_corpus_chars)
-    with timer.stage("vocab") as entry:
-        vocabulary = resume.current_vocabulary(corpus, data_dir, vocab_size)
-        if not _reuse(entry, vocabulary):
-            vocabulary = stages.build_vocabulary(corpus, data_dir, vocab_size,
-                                                 num_threads)
-    with timer.stage("records") as entry:
-        shape = dict(max_seq_length=max_seq_length,
-                     max_predictions_per_seq=max_predictions_per_seq)
-        records = resume.current_records(corpus, vocabulary, data_dir,
-                                         dupe_factor=dupe_factor, **shape)
-        if not _reuse(entry, records):
-            records = stages.build_records(corpus, vocabulary, data_dir,
-                                           dupe_factor=dupe_factor, **shape)
+    shape = dict(max_seq_length=max_seq_length,
+                 max_predictions_per_seq=max_predictions_per_seq)
+    corpus, vocabulary, records = _data_stages(
+        timer, data_dir, input_file, max_corpus_chars, vocab_size,
+        num_threads, dupe_factor, shape)
     with timer.stage("pretrain") as entry:
         trained = stages.pretrain(
             records, vocabulary, os.path.join(output_dir, "pretrain"),
@@ -109,18 +144,9 @@ def run(output_dir, input_file=None, max_corpus_chars=3_000_000,
         if not _reuse(entry, exported):
             exported = stages.export_model(trained, vocabulary, output_dir,
                                            max_seq_length)
-    with timer.stage("finetune") as entry:
-        held_out = report_lib.results(trained, records["baseline"],
-                                      records["eval"]["instances"])
-        tuning = dict(seeds=tuple(finetune_seeds),
-                      num_train_steps=finetune_steps,
-                      skipped=transfer.tasks_to_skip(
-                          held_out["sentence_order_verdict"]))
-        finetuned = resume.current_finetune(exported, corpus, output_dir,
-                                            **tuning)
-        if not _reuse(entry, finetuned):
-            finetuned = transfer.finetune(exported, corpus, vocabulary,
-                                        output_dir, max_seq_length, **tuning)
+    finetuned = _finetune_stage(
+        timer, corpus, vocabulary, records, trained, exported, output_dir,
+        max_seq_length, finetune_seeds, finetune_steps)
     with timer.stage("query"):
         answers = transfer.query(exported["paths"]["serving"], finetuned,
                                  corpus, vocabulary)

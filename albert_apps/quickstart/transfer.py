@@ -134,6 +134,87 @@ def _probe_run(encoder, train_x, train_y, dev_x, dev_y, num_classes):
             "seconds": round(time.time() - start, 1)}
 
 
+def _encoded_tasks(chosen, model_file, max_seq_length):
+    """Each chosen task's sequence length and its encoded `(train, dev)`
+    inputs, in the order of `chosen`."""
+    lengths = [downstream.sequence_length(c["name"], max_seq_length)
+               for c in chosen]
+    inputs = [downstream.encode_task(model_file,
+                                     downstream.load_task(c["task_dir"]),
+                                     length)
+              for c, length in zip(chosen, lengths)]
+    return lengths, inputs
+
+
+def _probed_encoders(exported, output_dir, config, seeds, probe_inputs):
+    """The encoders to probe, by initialization and seed: the pretrained
+    one (checked against its export, `pretrained_weights`) and one random
+    initialization per seed."""
+    pretrained = _built_encoder(config)
+    pretrained.set_weights(
+        pretrained_weights(exported, output_dir, probe_inputs)[0])
+    return {"pretrained": {None: pretrained},
+            "random_init": {seed: _built_encoder(config, seed)
+                            for seed in seeds}}
+
+
+def _probe_task(encoders, task, train_x, dev_x):
+    """The linear probe runs of every encoder on `task`, by
+    initialization."""
+    runs = {"pretrained": [], "random_init": []}
+    for init, by_seed in encoders.items():
+        for seed, encoder in by_seed.items():
+            result = _probe_run(encoder, train_x, task.train_labels,
+                                dev_x, task.dev_labels, len(task.labels))
+            runs[init].append(dict(result, seed=seed))
+            logging.info("Probed the %s encoder%s on %s: dev accuracy "
+                         "%.4f (%.1f s)", init,
+                         "" if seed is None else " (seed %d)" % seed,
+                         task.name, result["dev_accuracy"],
+                         result["seconds"])
+    return runs
+
+
+def _finetune_and_export(config, pretrained, task, train_x, dev_x, length,
+                         num_train_steps, vocabulary, output_dir):
+    """Fine-tunes a copy of the `pretrained` encoder on `task` and exports
+    it as a text-in classifier.
+
+    Returns:
+        (the fine-tuning run, the exported SavedModel folder).
+    """
+    finetuner = finetuning.Finetuner(
+        _built_encoder(config), len(task.labels), num_train_steps)
+    tuned = finetuner.run(train_x, task.train_labels, dev_x,
+                          task.dev_labels, seed=0,
+                          encoder_weights=pretrained.get_weights())
+    logging.info("Fine-tuned the pretrained encoder on %s: dev "
+                 "accuracy %.4f (%.1f s)", task.name,
+                 tuned["dev_accuracy"], tuned["seconds"])
+    classifier = tasks.export_classifier(
+        finetuner.model, vocabulary["model_file"],
+        os.path.join(output_dir, "export"),
+        labels=list(task.labels), max_seq_length=length,
+        model_name=CLASSIFIER_PREFIX + task.name)
+    return tuned, classifier
+
+
+def _finetune_result(results, chosen, skipped, exported, seeds,
+                     num_train_steps):
+    """The stage's result (also `finetune.json`): the task entries, the
+    method, the encoders compared and the settings."""
+    return {
+        "tasks": results,
+        "method": PROBE_METHOD,
+        "encoders": {"pretrained": exported["paths"]["encoder"],
+                     "random_init": "seeded initialization (one per seed)"},
+        "encoder_version": exported["version"],
+        "settings": {"seeds": list(seeds), "num_train_steps": num_train_steps,
+                     "tasks": [t["name"] for t in chosen]},
+        "skipped": skipped,
+    }
+
+
 def finetune(exported, corpus, vocabulary, output_dir, max_seq_length=64,
              seeds=FINETUNE_SEEDS, num_train_steps=FINETUNE_STEPS,
              skipped=None):
@@ -173,63 +254,27 @@ def finetune(exported, corpus, vocabulary, output_dir, max_seq_length=64,
     config = stages.model_config(vocabulary["pieces"], max_seq_length)
     skipped = dict(skipped or {})
     chosen = [c for c in corpus["tasks"] if c["name"] not in skipped]
-    lengths = [downstream.sequence_length(c["name"], max_seq_length)
-               for c in chosen]
-    inputs = [downstream.encode_task(vocabulary["model_file"],
-                                     downstream.load_task(c["task_dir"]),
-                                     length)
-              for c, length in zip(chosen, lengths)]
+    lengths, inputs = _encoded_tasks(chosen, vocabulary["model_file"],
+                                     max_seq_length)
     probe_inputs = {name: x[:8] for name, x in inputs[0][1].items()}
-    pretrained = _built_encoder(config)
-    pretrained.set_weights(
-        pretrained_weights(exported, output_dir, probe_inputs)[0])
-    encoders = {"pretrained": {None: pretrained},
-                "random_init": {seed: _built_encoder(config, seed)
-                                for seed in seeds}}
+    encoders = _probed_encoders(exported, output_dir, config, seeds,
+                                probe_inputs)
     results = []
     for counts, length, (train_x, dev_x) in zip(chosen, lengths, inputs):
         task = downstream.load_task(counts["task_dir"])
-        runs = {"pretrained": [], "random_init": []}
-        for init, by_seed in encoders.items():
-            for seed, encoder in by_seed.items():
-                result = _probe_run(encoder, train_x, task.train_labels,
-                                    dev_x, task.dev_labels, len(task.labels))
-                runs[init].append(dict(result, seed=seed))
-                logging.info("Probed the %s encoder%s on %s: dev accuracy "
-                             "%.4f (%.1f s)", init,
-                             "" if seed is None else " (seed %d)" % seed,
-                             task.name, result["dev_accuracy"],
-                             result["seconds"])
-        entry = task_result(task.name, runs, counts)
+        entry = task_result(task.name,
+                            _probe_task(encoders, task, train_x, dev_x),
+                            counts)
         entry.update(max_seq_length=length, classifier=None)
         if not results:
             # The user's path, once: fine-tune the pretrained encoder (a
             # copy) on the first task and export it to serve.
-            finetuner = finetuning.Finetuner(
-                _built_encoder(config), len(task.labels), num_train_steps)
-            tuned = finetuner.run(train_x, task.train_labels, dev_x,
-                                  task.dev_labels, seed=0,
-                                  encoder_weights=pretrained.get_weights())
-            logging.info("Fine-tuned the pretrained encoder on %s: dev "
-                         "accuracy %.4f (%.1f s)", task.name,
-                         tuned["dev_accuracy"], tuned["seconds"])
-            entry["finetuned"] = tuned
-            entry["classifier"] = tasks.export_classifier(
-                finetuner.model, vocabulary["model_file"],
-                os.path.join(output_dir, "export"),
-                labels=list(task.labels), max_seq_length=length,
-                model_name=CLASSIFIER_PREFIX + task.name)
+            entry["finetuned"], entry["classifier"] = _finetune_and_export(
+                config, encoders["pretrained"][None], task, train_x, dev_x,
+                length, num_train_steps, vocabulary, output_dir)
         results.append(entry)
-    finetuned = {
-        "tasks": results,
-        "method": PROBE_METHOD,
-        "encoders": {"pretrained": exported["paths"]["encoder"],
-                     "random_init": "seeded initialization (one per seed)"},
-        "encoder_version": exported["version"],
-        "settings": {"seeds": list(seeds), "num_train_steps": num_train_steps,
-                     "tasks": [t["name"] for t in chosen]},
-        "skipped": skipped,
-    }
+    finetuned = _finetune_result(results, chosen, skipped, exported, seeds,
+                                 num_train_steps)
     stages.write_json(os.path.join(finetune_dir, FINETUNE_JSON), finetuned)
     return dict(finetuned, reused=False)
 

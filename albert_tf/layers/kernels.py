@@ -66,6 +66,52 @@ def kernel(layer, dtype):
     return fused_ops.cast_variable(layer.kernel, dtype)
 
 
+def is_int8(layer):
+    """Whether Keras' `quantize("int8")` has quantized the Dense `layer`."""
+    return getattr(layer, "quantization_mode", None) == "int8"
+
+
+def project(x, layers, dtype):
+    """`x` `[M, K]` times the kernels of the Dense `layers` side by side
+    (`[K, sum of their units]`), without the biases.
+
+    Float layers multiply in `dtype`. Layers quantized by Keras'
+    `quantize("int8")` (int8 kernels with a scale per output unit) multiply
+    in int8: each row of `x` is quantized on the fly with its own scale
+    (absolute maximum to 127), the int8 product is summed in int32 and
+    scaled back to `dtype`.
+    """
+    quantized = [is_int8(layer) for layer in layers]
+    if not any(quantized):
+        weights = [kernel(layer, dtype) for layer in layers]
+        weights = weights[0] if len(weights) == 1 else ops.concatenate(
+            weights, axis=-1)
+        return ops.matmul(x, weights)
+    if not all(quantized):
+        raise ValueError("Layers multiplied together must all be int8 or all "
+                         "float. Received: %s" % [layer.name for layer in layers])
+    weights = [layer._kernel for layer in layers]  # pylint: disable=protected-access
+    scales = [layer.kernel_scale for layer in layers]
+    if len(layers) > 1:
+        weights, scales = (tf.concat(weights, -1), tf.concat(scales, -1))
+    else:
+        weights, scales = weights[0], scales[0]
+    return int8_matmul(x, weights, scales, dtype)
+
+
+def int8_matmul(x, kernel_int8, kernel_scale, dtype):
+    """`x` `[M, K]` (float) times an int8 kernel `[K, N]` whose column j is
+    the float column times `kernel_scale[j]`; rows of `x` are quantized by
+    their absolute maximum. Returns `[M, N]` in `dtype`."""
+    x = tf.cast(x, tf.float32)
+    x_scale = 127.0 / (tf.reduce_max(tf.abs(x), axis=-1, keepdims=True)
+                       + 1e-7)  # [M, 1]
+    x_int8 = tf.cast(tf.clip_by_value(tf.round(x * x_scale), -127.0, 127.0),
+                     tf.int8)
+    y = tf.linalg.matmul(x_int8, kernel_int8, output_type=tf.int32)
+    return tf.cast(tf.cast(y, tf.float32) / (x_scale * kernel_scale), dtype)
+
+
 def cast_once(variables, dtype, uses, training):
     """`fused_ops.cast_once` where the fused kernels run, else nothing.
 
@@ -113,8 +159,14 @@ def bias_activation(h, bias, activation, training):
         training: the layer's `training` argument.
     """
     bias = ops.cast(bias, h.dtype)
-    if use_fused(training) and activation in activations.TANH_GELU_NAMES:
-        return fused_ops.bias_gelu(h, bias)
+    if activation in activations.TANH_GELU_NAMES:
+        if use_fused(training):
+            return fused_ops.bias_gelu(h, bias)
+        if training is not True and not in_xla_context():
+            # The graph runtime fuses MatMul + BiasAdd + this GELU into one
+            # oneDNN call (same formula); XLA gets the closed form below,
+            # whose `pow`-free cube it compiles faster.
+            return tf.nn.gelu(tf.nn.bias_add(h, bias), approximate=True)
     return activations.get(activation)(h + bias)
 
 
@@ -131,7 +183,8 @@ def add_norm(sub_block, h, bias, residual, training):
     """
     bias = ops.cast(bias, h.dtype)
     if not use_fused(training):
-        out = sub_block.output_dropout(h + bias, training=training)
+        out = sub_block.output_dropout(tf.nn.bias_add(h, bias),
+                                       training=training)
         return sub_block.layer_norm(out + residual)
     # With dropout active the bias is added before it, outside the kernel.
     if sub_block.dropout > 0:

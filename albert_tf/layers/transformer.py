@@ -93,12 +93,11 @@ class SelfAttentionSubBlock(keras.layers.Layer):
         matmul, whose gradient is one matmul too instead of k and a sum.
         """
         dtype = self.compute_dtype
-        kernel = ops.concatenate(
-            [kernels.kernel(layer, dtype) for layer in layers], axis=-1)  # [H, kH]
         bias = ops.concatenate(
             [ops.cast(layer.bias, dtype) for layer in layers], axis=-1)  # [kH]
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
-        out = ops.matmul(ops.reshape(x, (-1, self.hidden_size)), kernel) + bias
+        out = kernels.project(ops.reshape(x, (-1, self.hidden_size)), layers,
+                              dtype) + bias  # [B*T, kH]
         out = ops.reshape(out, (batch, length, len(layers), self.num_heads,
                                 self.head_size))
         return ops.transpose(out, (2, 0, 3, 1, 4))  # [k, B, N, T, D]
@@ -130,8 +129,8 @@ class SelfAttentionSubBlock(keras.layers.Layer):
         context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)),
                               (batch, length, self.hidden_size))  # [B, T, H]
         flat = (-1, self.hidden_size)
-        h = ops.matmul(ops.reshape(context, flat),
-                       kernels.kernel(self.output_dense, self.compute_dtype))  # [B*T, H]
+        h = kernels.project(ops.reshape(context, flat), (self.output_dense,),
+                            self.compute_dtype)  # [B*T, H]
         out = kernels.add_norm(self, h, self.output_dense.bias,
                                ops.reshape(x, flat), training)
         return ops.reshape(out, (batch, length, self.hidden_size))
@@ -204,10 +203,10 @@ class FeedForwardSubBlock(keras.layers.Layer):
         dtype = self.compute_dtype
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
         x = ops.reshape(x, (-1, self.hidden_size))  # [B*T, H]
-        h = ops.matmul(x, kernels.kernel(self.intermediate, dtype))  # [B*T, I]
+        h = kernels.project(x, (self.intermediate,), dtype)  # [B*T, I]
         h = kernels.bias_activation(h, self.intermediate.bias, self.activation,
                                     training)
-        h = ops.matmul(h, kernels.kernel(self.output_dense, dtype))  # [B*T, H]
+        h = kernels.project(h, (self.output_dense,), dtype)  # [B*T, H]
         out = kernels.add_norm(self, h, self.output_dense.bias, x, training)
         return ops.reshape(out, (batch, length, self.hidden_size))
 

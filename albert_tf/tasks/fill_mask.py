@@ -31,14 +31,17 @@ def marker_positions(word_ids):
     return tf.ragged.boolean_mask(positions, is_mask)
 
 
-def _predict(pretrainer, preprocessor, text, top_k, dynamic):
+def _predict(pretrainer, preprocessor, text, top_k, dynamic, encode):
     """The outputs for a non-empty batch of texts."""
     inputs = preprocessor.pack(preprocessor.tokenize_with_masks(text),
                                pad_to_longest=dynamic)
     positions = marker_positions(inputs["input_word_ids"])  # [B, (M)]
     valid = tf.ones_like(positions).to_tensor(0) > 0  # [B, M]
     mask_positions = positions.to_tensor(-1)
-    sequence = pretrainer.encoder(inputs, training=False)["sequence_output"]
+    if encode is None:
+        sequence = pretrainer.encoder(inputs, training=False)["sequence_output"]
+    else:
+        sequence = encode(inputs)
     logits = tf.cast(pretrainer.mlm_head(
         sequence, tf.maximum(mask_positions, 0)), tf.float32)  # [B, M, V]
     probabilities, ids = tf.math.top_k(tf.nn.softmax(logits), k=top_k)
@@ -67,7 +70,8 @@ def _empty(top_k):
     }
 
 
-def fill_mask_outputs(pretrainer, preprocessor, text, top_k, dynamic=True):
+def fill_mask_outputs(pretrainer, preprocessor, text, top_k, dynamic=True,
+                      encode=None):
     """The top `top_k` pieces at every `[MASK]` marker of each text.
 
     Only `[MASK]` in upper case is a marker (other spellings are text);
@@ -81,6 +85,9 @@ def fill_mask_outputs(pretrainer, preprocessor, text, top_k, dynamic=True):
         dynamic: pad the batch to its longest row (rounded up to a multiple
             of 8) instead of to the preprocessor's `max_seq_length`; the
             answers are the same to float rounding.
+        encode: optional encoder inputs -> `sequence_output` (how an export
+            runs the encoder, e.g. compiled by XLA); default: the
+            pretrainer's encoder.
 
     Returns:
         A dict: `mask_positions` int32 `[B, M]` (index of each mask in the
@@ -93,5 +100,6 @@ def fill_mask_outputs(pretrainer, preprocessor, text, top_k, dynamic=True):
     # The MLM head's gather rejects a batch of zero: answer it here.
     return tf.cond(
         tf.size(text) > 0,
-        lambda: _predict(pretrainer, preprocessor, text, top_k, dynamic),
+        lambda: _predict(pretrainer, preprocessor, text, top_k, dynamic,
+                         encode),
         lambda: _empty(top_k))

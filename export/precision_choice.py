@@ -1,0 +1,315 @@
+"""The serving precision of an export, and `serving_dtype="auto"`.
+
+An export's text-in model computes in one of
+`albert_tf.models.precision.SERVING_DTYPES` (float32, bfloat16, int8).
+Which is fastest depends on the CPU: bfloat16 matmuls are fast only with
+AVX512_BF16 or AMX, and int8 ones only compiled by XLA (on this project's
+2-core machines an int8 `tf.matmul` ran at half the float32 rate through
+TensorFlow's kernel and several times it through XLA). So "auto" measures,
+on the exporting machine:
+
+1. Each candidate (`CANDIDATES`) is built (`precision.serving_copy`, run the
+   way the export runs it) and fed `SAMPLE_ROWS` pseudo-texts: pieces drawn
+   from the vocabulary by their unigram scores, of random lengths up to the
+   export's sequence length.
+2. Its outputs are compared with float32's (`agreement`): every row's
+   `pooled_output` cosine, the top-1 masked-LM prediction at sampled
+   positions, and a task model's predicted labels or answer positions. A
+   candidate passes when each measure is within `TOLERANCES`.
+3. Batch 1 and batch 8 are timed, all candidates in turn (`REPEATS` calls
+   each, after one that compiles), and the passing candidate with the
+   lowest mean latency relative to float32 is chosen.
+
+Every export writes what it runs in, and for "auto" each candidate's times,
+agreement and verdict, to `<version>/assets.extra/serving_dtype.json`
+(`CHOICE_FILE`) beside its SavedModel; TF Serving and the SavedModel loader
+do not read it. The sample is not the user's text: the accuracy bounds are
+checked on real data by `benchmarks/serving.py`.
+"""
+
+import json
+import os
+import statistics
+import time
+
+import numpy as np
+import sentencepiece as spm
+import tensorflow as tf
+from absl import logging
+
+from albert_tf.layers import preprocessing
+from albert_tf.models import precision
+from albert_tf.training import hardware
+from export import saved_models
+
+CANDIDATES = precision.SERVING_DTYPES
+CHOICES = precision.SERVING_DTYPES + ("auto",)
+CHOICE_FILE = os.path.join("assets.extra", "serving_dtype.json")
+SAMPLE_ROWS = 32
+REPEATS = 5
+TIMED_BATCHES = (1, 8)
+# A candidate must agree with float32 at least this well on the sample.
+TOLERANCES = {
+    "pooled_cosine": 0.99,  # the lowest row's cosine
+    "top1_agreement": 0.97,  # masked-LM top-1 at the sampled positions
+    "label_agreement": 0.995,  # a classifier's labels, a span head's argmax
+}
+
+
+def check_choice(serving_dtype):
+    """Returns `serving_dtype` if it is one of `CHOICES`.
+
+    Raises:
+        ValueError: anything else, naming the accepted values.
+    """
+    return precision.check_serving_dtype(serving_dtype, CHOICES)
+
+
+def sample_inputs(sp_model, seq_length, rows=SAMPLE_ROWS, masks=4, seed=0):
+    """Encoder inputs (and `masked_lm_positions`) of pseudo-texts.
+
+    Args:
+        sp_model: a `sentencepiece.SentencePieceProcessor`.
+        seq_length: T.
+        rows: B.
+        masks: masked positions per row (their ids become `[MASK]`).
+        seed: the draw's seed.
+
+    Returns:
+        A dict of int32 numpy arrays: `input_word_ids`, `input_mask`,
+        `input_type_ids` `[B, T]`, `masked_lm_positions` `[B, masks]`.
+    """
+    rng = np.random.default_rng(seed)
+    size = sp_model.get_piece_size()
+    ordinary = np.array([i for i in range(size) if not (
+        sp_model.is_control(i) or sp_model.is_unknown(i) or
+        sp_model.is_unused(i)) and i != preprocessing.MASK_ID])
+    weights = np.exp([sp_model.get_score(int(i)) for i in ordinary])
+    weights /= weights.sum()
+    shape = (rows, seq_length)
+    word_ids, mask = np.zeros(shape, np.int32), np.zeros(shape, np.int32)
+    positions = np.zeros((rows, masks), np.int32)
+    for row in range(rows):
+        length = int(rng.integers(max(masks + 2, seq_length // 4),
+                                  seq_length + 1))
+        pieces = rng.choice(ordinary, length - 2, p=weights)
+        word_ids[row, :length] = [preprocessing.CLS_ID, *pieces,
+                                  preprocessing.SEP_ID]
+        mask[row, :length] = 1
+        positions[row] = np.sort(rng.choice(np.arange(1, length - 1), masks,
+                                            replace=False))
+        word_ids[row, positions[row]] = preprocessing.MASK_ID
+    return {"input_word_ids": word_ids, "input_mask": mask,
+            "input_type_ids": np.zeros(shape, np.int32),
+            "masked_lm_positions": positions}
+
+
+def _cosines(a, b):
+    a, b = a.reshape(len(a), -1), b.reshape(len(b), -1)
+    return (a * b).sum(-1) / np.maximum(
+        np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1), 1e-30)
+
+
+def agreement(reference, outputs):
+    """How well `outputs` agree with float32's `reference` (dicts of numpy
+    arrays of one model's outputs on the same inputs).
+
+    Returns:
+        A dict with the measures that apply: `pooled_cosine` (lowest row
+        cosine of `pooled_output`), `top1_agreement` (share of equal argmax
+        of `mlm_logits`), `label_agreement` (share of equal argmax of
+        `logits` with more than one column, `start_logits`, `end_logits`,
+        `choice_logits`) and `score_cosine` (a regressor's `logits` as one
+        vector, reported only).
+    """
+    measures = {}
+    if "pooled_output" in reference:
+        measures["pooled_cosine"] = float(_cosines(
+            reference["pooled_output"], outputs["pooled_output"]).min())
+    if "mlm_logits" in reference:
+        measures["top1_agreement"] = float(np.mean(
+            reference["mlm_logits"].argmax(-1)
+            == outputs["mlm_logits"].argmax(-1)))
+    labels = [key for key in ("logits", "start_logits", "end_logits",
+                              "choice_logits")
+              if key in reference and reference[key].shape[-1] > 1]
+    if labels:
+        measures["label_agreement"] = float(np.mean(np.concatenate([
+            (reference[key].argmax(-1) == outputs[key].argmax(-1)).ravel()
+            for key in labels])))
+    elif "logits" in reference:
+        measures["score_cosine"] = float(_cosines(
+            reference["logits"].T, outputs["logits"].T).min())
+    return measures
+
+
+def failures(measures):
+    """The measures below their `TOLERANCES`, as readable strings."""
+    return ["%s %.4f < %s" % (name, value, TOLERANCES[name])
+            for name, value in sorted(measures.items())
+            if name in TOLERANCES and value < TOLERANCES[name]]
+
+
+def _numpy(outputs):
+    return {key: np.asarray(tf.cast(value, tf.float32))
+            for key, value in outputs.items()
+            if isinstance(value, tf.Tensor) and value.dtype.is_floating}
+
+
+def _time(runs, repeats):
+    """Median seconds of each callable, all timed in turn after one untimed
+    call each (which compiles)."""
+    for run in runs.values():
+        run()
+    times = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def choose(make_run, inputs, candidates=CANDIDATES, repeats=REPEATS):
+    """Times and checks every candidate precision; returns the record.
+
+    Args:
+        make_run: serving dtype -> a callable from a dict of int32 tensors
+            (`inputs`' keys) to the model's dict of outputs, running the
+            model in that precision as the export will.
+        inputs: `sample_inputs(...)`.
+        candidates: the serving dtypes to try (float32 first).
+        repeats: timed calls per candidate and batch size.
+
+    Returns:
+        The `CHOICE_FILE` record: `serving_dtype` (the choice), `how`,
+        `device`, `tolerances`, and per candidate its `latency_ms` per batch
+        size, `relative_latency` (mean over the batch sizes of its latency
+        over float32's), `agreement` and `failures`.
+    """
+    tensors = {key: tf.constant(value) for key, value in inputs.items()}
+    runs = {dtype: make_run(dtype) for dtype in candidates}
+    reference = _numpy(runs["float32"](tensors))
+    results = {}
+    for dtype, run in runs.items():
+        measures = agreement(reference, _numpy(run(tensors)))
+        results[dtype] = {"agreement": measures, "failures": failures(measures)}
+    timed = {}
+    for batch in TIMED_BATCHES:
+        rows = {key: value[:batch] for key, value in tensors.items()}
+        for dtype, run in runs.items():
+            timed[(dtype, batch)] = (
+                lambda run=run, rows=rows: _numpy(run(rows)))
+    seconds = _time(timed, repeats)
+    for dtype in candidates:
+        results[dtype]["latency_ms"] = {
+            "batch_%d" % batch: 1e3 * seconds[(dtype, batch)]
+            for batch in TIMED_BATCHES}
+        results[dtype]["relative_latency"] = float(np.mean([
+            seconds[(dtype, batch)] / seconds[("float32", batch)]
+            for batch in TIMED_BATCHES]))
+    passing = [dtype for dtype in candidates if not results[dtype]["failures"]]
+    chosen = min(passing, key=lambda d: results[d]["relative_latency"])
+    return {"serving_dtype": chosen, "how": "auto",
+            "device": hardware.describe(), "tolerances": TOLERANCES,
+            "sample": {"rows": int(len(inputs["input_mask"])),
+                       "seq_length": int(inputs["input_mask"].shape[1])},
+            "candidates": results}
+
+
+def describe(record):
+    """One line for the log: the choice and each candidate's numbers."""
+    if record.get("how") != "auto":
+        return "serving_dtype=%s" % record["serving_dtype"]
+    parts = []
+    for dtype, result in record["candidates"].items():
+        latency = ", ".join("%s %.1f ms" % (key.replace("_", " "), value)
+                            for key, value in result["latency_ms"].items())
+        verdict = ("; ".join(result["failures"]) if result["failures"]
+                   else "agrees")
+        parts.append("%s: %s, %.2fx float32 (%s)" % (
+            dtype, latency, result["relative_latency"], verdict))
+    return "serving_dtype=auto chose %s. %s" % (record["serving_dtype"],
+                                                " | ".join(parts))
+
+
+def write(record, folder):
+    """Writes `record` to `<folder>/CHOICE_FILE`."""
+    path = os.path.join(folder, CHOICE_FILE)
+    tf.io.gfile.makedirs(os.path.dirname(path))
+    with tf.io.gfile.GFile(path, "w") as f:
+        json.dump(record, f, indent=2)
+
+
+def read(folder):
+    """The record an export wrote in `folder` (its version folder), or None
+    for an export made before the record existed."""
+    path = os.path.join(folder, CHOICE_FILE)
+    if not tf.io.gfile.exists(path):
+        return None
+    with tf.io.gfile.GFile(path) as f:
+        return json.load(f)
+
+
+def resolve(serving_dtype, make_run, sample):
+    """The record of an export's precision: "auto" measured (`choose`, on
+    `sample()`), any other value as requested. Logs it."""
+    check_choice(serving_dtype)
+    if serving_dtype == "auto":
+        record = choose(make_run, sample())
+    else:
+        record = {"serving_dtype": serving_dtype, "how": "requested",
+                  "device": hardware.describe()}
+    logging.info("%s", describe(record))
+    return record
+
+
+def _model_outputs(model):
+    """Model inputs -> its tensor outputs (a pretrainer's per-block list
+    left out), for any of this package's Functional models."""
+    names = list(model.input) if isinstance(model.input, dict) else None
+
+    def outputs(inputs):
+        feed = {name: inputs[name] for name in names} if names else inputs
+        return {key: value for key, value in
+                model(feed, training=False).items()
+                if isinstance(value, tf.Tensor)}
+
+    return outputs
+
+
+def serving_model(model, serving_dtype, spm_model_proto, seq_length):
+    """`model` in the precision an export serves it in.
+
+    Args:
+        model: the trained model (an `AlbertPretrainer` or a task model).
+        serving_dtype: one of `CHOICES`.
+        spm_model_proto: its SentencePiece model (for "auto"'s sample).
+        seq_length: the export's `max_seq_length` (the sample's T).
+
+    Returns:
+        `(record, served)`: the `CHOICE_FILE` record and the model to
+        export (`precision.serving_copy` of the chosen dtype).
+
+    Raises:
+        ValueError: an unknown `serving_dtype`.
+    """
+    check_choice(serving_dtype)
+    copies = {}
+
+    def copy(dtype):
+        if dtype not in copies:
+            copies[dtype] = precision.serving_copy(model, dtype)
+        return copies[dtype]
+
+    def make_run(dtype):
+        return tf.function(saved_models.model_runner(
+            _model_outputs(copy(dtype)), precision.needs_xla(dtype)),
+                           autograph=False)
+
+    def sample():
+        return sample_inputs(spm.SentencePieceProcessor(
+            model_proto=spm_model_proto), seq_length)
+
+    record = resolve(serving_dtype, make_run, sample)
+    return record, copy(record["serving_dtype"])
