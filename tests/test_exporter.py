@@ -93,9 +93,11 @@ def _keras_outputs(pretrainer, sp_model, texts, texts_b, seq_length):
                     for k in ("pooled_output", "sequence_output")}
 
 
-@pytest.mark.slow
-def test_fresh_process_serves_strings_like_keras(exported_albert, tmp_path):
-    job = {"path": exported_albert.paths["serving"], "texts": TEXTS,
+def _serve_in_fresh_process(path, tmp_path):
+    """Runs `_FRESH_PROCESS` on the text-in SavedModel at `path` in a new
+    interpreter with only tensorflow and tensorflow-text; returns its
+    outputs (npz) and its report of the edge cases."""
+    job = {"path": path, "texts": TEXTS,
            "texts_b": TEXTS_B, "output": str(tmp_path / "out.npz"),
            "report": str(tmp_path / "report.json")}
     (tmp_path / "job.json").write_text(json.dumps(job))
@@ -110,26 +112,43 @@ def test_fresh_process_serves_strings_like_keras(exported_albert, tmp_path):
         cwd=str(empty), env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "FRESH PROCESS OK" in result.stdout
+    return (np.load(job["output"]),
+            json.loads((tmp_path / "report.json").read_text()))
 
-    served = np.load(job["output"])
+
+def _cosines(a, b):
+    a, b = np.asarray(a, "float64"), np.asarray(b, "float64")
+    return (a * b).sum(-1) / (np.linalg.norm(a, axis=-1)
+                              * np.linalg.norm(b, axis=-1))
+
+
+def _check_served(served, exported_albert, close):
+    """The served outputs against the Keras float32 encoder's, compared by
+    `close(served, expected)`."""
     inputs, expected = _keras_outputs(
         exported_albert.pretrainer, exported_albert.sp_model, TEXTS, TEXTS_B,
         exported_albert.max_seq_length)
     np.testing.assert_array_equal(served["input_mask"], inputs["input_mask"])
-    np.testing.assert_allclose(served["pooled_output"],
-                               expected["pooled_output"], atol=1e-5, rtol=0)
+    close(served["pooled_output"], expected["pooled_output"])
     # Real positions match (padding positions hold no defined values).
     real = inputs["input_mask"].astype(bool)
-    np.testing.assert_allclose(served["sequence_output"][real],
-                               expected["sequence_output"][real], atol=1e-5,
-                               rtol=0)
+    close(served["sequence_output"][real], expected["sequence_output"][real])
     _, single = _keras_outputs(
         exported_albert.pretrainer, exported_albert.sp_model, TEXTS,
         [None] * len(TEXTS), exported_albert.max_seq_length)
-    np.testing.assert_allclose(served["single_pooled"], single["pooled_output"],
-                               atol=1e-5, rtol=0)
+    close(served["single_pooled"], single["pooled_output"])
 
-    report = json.loads((tmp_path / "report.json").read_text())
+
+@pytest.mark.slow
+def test_fresh_process_serves_strings_like_keras(exported_albert, tmp_path):
+    served, report = _serve_in_fresh_process(exported_albert.paths["serving"],
+                                             tmp_path)
+    _check_served(served, exported_albert, lambda a, b: np.testing.
+                  assert_allclose(a, b, atol=1e-5, rtol=0))
+    _check_edge_cases(report, exported_albert)
+
+
+def _check_edge_cases(report, exported_albert):
     t, h = exported_albert.max_seq_length, exported_albert.pretrainer.config.hidden_size
     k = exported_albert.top_k
     # Dynamic T: the longest row rounded up to 8, capped at max_seq_length.
@@ -415,21 +434,133 @@ def test_text_b_is_optional_through_every_entry_point(exported_albert,
             serving_shape="static")
 
 
-def test_serving_shape_flag_takes_dynamic_or_fixed():
+def _strings(values):
+    return tf.constant(values, tf.string)
+
+
+def _parse_export_flags(*extra):
     from absl import flags
 
     from data_prep import options as options_lib
 
-    def parse(*extra):
-        flag_values = flags.FlagValues()
-        options_lib.define_flags(exporter.ExportOptions, flag_values,
-                                 module_name="export_saved_model")
-        flag_values(["export_saved_model", "--checkpoint=c",
-                     "--albert_config_file=a", "--spm_model_file=s",
-                     "--export_dir=e", *extra])
-        return options_lib.from_flags(exporter.ExportOptions, flag_values)
+    flag_values = flags.FlagValues()
+    options_lib.define_flags(exporter.ExportOptions, flag_values,
+                             module_name="export_saved_model")
+    flag_values(["export_saved_model", "--checkpoint=c",
+                 "--albert_config_file=a", "--spm_model_file=s",
+                 "--export_dir=e", *extra])
+    return options_lib.from_flags(exporter.ExportOptions, flag_values)
 
-    assert parse().serving_shape == "dynamic"
-    assert parse("--serving_shape=fixed").serving_shape == "fixed"
+
+def test_serving_shape_flag_takes_dynamic_or_fixed():
+    from absl import flags
+
+    assert _parse_export_flags().serving_shape == "dynamic"
+    assert _parse_export_flags(
+        "--serving_shape=fixed").serving_shape == "fixed"
     with pytest.raises(flags.IllegalFlagValueError):
-        parse("--serving_shape=static")
+        _parse_export_flags("--serving_shape=static")
+
+
+def test_serving_dtype_flag_takes_the_precisions_and_auto():
+    from absl import flags
+
+    from export import options
+    from export import precision_choice
+
+    assert options.SERVING_DTYPES == precision_choice.CHOICES
+    assert _parse_export_flags().serving_dtype == "float32"
+    for value in options.SERVING_DTYPES:
+        assert _parse_export_flags(
+            "--serving_dtype=" + value).serving_dtype == value
+    with pytest.raises(flags.IllegalFlagValueError):
+        _parse_export_flags("--serving_dtype=float16")
+
+
+def _export_again(exported_albert, folder, serving_dtype):
+    """The fixture's checkpoint exported by the CLI's `export` with
+    `--serving_dtype`; returns the text-in model's version folder."""
+    from export import export_saved_model
+
+    model_dir = exported_albert.model_dir
+    paths = export_saved_model.export(_parse_export_flags(
+        "--checkpoint=" + model_dir,
+        "--albert_config_file=" + model_dir + "/albert_config.json",
+        "--spm_model_file=" + model_dir + "/spm.model",
+        "--export_dir=" + str(folder), "--save_keras=false",
+        "--max_seq_length=%d" % exported_albert.max_seq_length,
+        "--top_k=%d" % exported_albert.top_k,
+        "--serving_dtype=" + serving_dtype))
+    return paths["serving"]
+
+
+@pytest.fixture(scope="module")
+def reduced_precision_exports(exported_albert, tmp_path_factory):
+    """The text-in model of the fixture, exported in a serving dtype on
+    first use (`exports[dtype]`)."""
+    root = tmp_path_factory.mktemp("precision")
+
+    class Exports(dict):
+        def __missing__(self, dtype):
+            self[dtype] = _export_again(exported_albert, root / dtype, dtype)
+            return self[dtype]
+
+    return Exports()
+
+
+def _assert_cosines_above(threshold):
+    def close(served, expected):
+        cosines = _cosines(served, expected)
+        assert cosines.min() >= threshold, cosines
+    return close
+
+
+# int8 (XLA-compiled) in the default set; bfloat16 (the same graph in
+# another dtype) with the slow tests.
+@pytest.mark.parametrize("serving_dtype", [
+    pytest.param("bfloat16", marks=pytest.mark.slow), "int8"])
+def test_reduced_precision_export_agrees_with_float32(
+        exported_albert, reduced_precision_exports, loaded_serving_model,
+        serving_dtype):
+    from export import precision_choice
+    from export import serving_compat
+
+    path = reduced_precision_exports[serving_dtype]
+    record = precision_choice.read(path)
+    assert record["serving_dtype"] == serving_dtype
+    assert record["how"] == "requested"
+    ops = serving_compat.read_record(path)
+    # int8 runs compiled by XLA, which the model server does only when told.
+    assert ops["xla_compiled"] == (serving_dtype == "int8")
+    assert ops["model_server_flags"] == (
+        [serving_compat.XLA_SERVER_FLAG] if serving_dtype == "int8" else [])
+    model = tf.saved_model.load(path)
+    out = model.signatures["serving_default"](
+        text=_strings(TEXTS), text_b=_strings(TEXTS_B))
+    single = model.signatures["serving_single"](text=_strings(TEXTS))
+    served = {"input_mask": out["input_mask"].numpy(),
+              "pooled_output": out["pooled_output"].numpy(),
+              "sequence_output": out["sequence_output"].numpy(),
+              "single_pooled": single["pooled_output"].numpy()}
+    assert out["pooled_output"].dtype == tf.float32
+    _check_served(served, exported_albert, _assert_cosines_above(0.99))
+    # Dynamic length is kept: a short text is padded to 8, not to T.
+    short = model.signatures["serving_single"](text=_strings(["a b"]))
+    assert short["sequence_output"].shape[1] == 8
+    texts = ["the [MASK] sat on [MASK] mat.", "[MASK] is here", "[MASK]"]
+    ours = model.signatures["fill_mask"](text=_strings(texts))
+    theirs = loaded_serving_model.signatures["fill_mask"](text=_strings(texts))
+    np.testing.assert_array_equal(ours["mask_positions"],
+                                  theirs["mask_positions"])
+    top1 = np.mean(ours["top_k_ids"].numpy()[..., 0]
+                   == theirs["top_k_ids"].numpy()[..., 0])
+    assert top1 >= 0.75, top1
+
+
+@pytest.mark.slow
+def test_int8_export_serves_every_edge_case_in_a_fresh_process(
+        exported_albert, reduced_precision_exports, tmp_path):
+    served, report = _serve_in_fresh_process(
+        reduced_precision_exports["int8"], tmp_path)
+    _check_served(served, exported_albert, _assert_cosines_above(0.99))
+    _check_edge_cases(report, exported_albert)

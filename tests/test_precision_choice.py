@@ -1,0 +1,128 @@
+"""An export's serving precision and `serving_dtype="auto"`
+(`export.precision_choice`)."""
+
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import AlbertConfig, AlbertPretrainer
+from albert_tf.layers import preprocessing
+from export import precision_choice
+
+
+def test_sample_inputs_are_packed_pseudo_texts(spm_model):
+    inputs = precision_choice.sample_inputs(spm_model, seq_length=24,
+                                            rows=6, masks=3)
+    ids, mask = inputs["input_word_ids"], inputs["input_mask"]
+    assert ids.shape == mask.shape == inputs["input_type_ids"].shape == (6, 24)
+    assert inputs["masked_lm_positions"].shape == (6, 3)
+    specials = {preprocessing.CLS_ID, preprocessing.SEP_ID,
+                preprocessing.PAD_ID}
+    for row in range(6):
+        length = int(mask[row].sum())
+        assert 6 <= length <= 24 and mask[row, :length].all()
+        assert ids[row, 0] == preprocessing.CLS_ID
+        assert ids[row, length - 1] == preprocessing.SEP_ID
+        assert not ids[row, length:].any()
+        positions = inputs["masked_lm_positions"][row]
+        assert (ids[row, positions] == preprocessing.MASK_ID).all()
+        assert 0 < positions.min() and positions.max() < length - 1
+        inside = set(ids[row, 1:length - 1]) - {preprocessing.MASK_ID}
+        assert not inside & specials
+    again = precision_choice.sample_inputs(spm_model, 24, rows=6, masks=3)
+    np.testing.assert_array_equal(again["input_word_ids"], ids)
+
+
+def test_agreement_measures_and_tolerances():
+    rng = np.random.default_rng(0)
+    pooled = rng.normal(size=(4, 8))
+    logits = rng.normal(size=(4, 3, 10))
+    reference = {"pooled_output": pooled, "mlm_logits": logits}
+    same = precision_choice.agreement(reference, reference)
+    assert same == pytest.approx({"pooled_cosine": 1.0, "top1_agreement": 1.0})
+    assert precision_choice.failures(same) == []
+    flipped = logits.copy()
+    flipped[0, 0] = -flipped[0, 0]  # one of 12 predictions changes
+    noisy = precision_choice.agreement(
+        reference, {"pooled_output": -pooled, "mlm_logits": flipped})
+    assert noisy["top1_agreement"] == pytest.approx(11 / 12)
+    assert noisy["pooled_cosine"] == pytest.approx(-1.0)
+    assert precision_choice.failures(noisy) == [
+        "pooled_cosine -1.0000 < 0.99", "top1_agreement 0.9167 < 0.97"]
+    classes = {"logits": rng.normal(size=(200, 2))}
+    one_flip = {"logits": classes["logits"].copy()}
+    one_flip["logits"][0] = one_flip["logits"][0, ::-1]
+    labels = precision_choice.agreement(classes, one_flip)
+    assert labels == {"label_agreement": pytest.approx(199 / 200)}
+    assert precision_choice.failures(labels) == []  # 99.5% is within 0.5
+    score = precision_choice.agreement({"logits": rng.normal(size=(5, 1))},
+                                       {"logits": rng.normal(size=(5, 1))})
+    assert set(score) == {"score_cosine"}
+
+
+def _fake_run(seconds, noise):
+    """A candidate that takes `seconds` a call and adds `noise` to the
+    float32 outputs."""
+    def run(inputs):
+        time.sleep(seconds)
+        ids = tf.cast(inputs["input_word_ids"], tf.float32)
+        return {"pooled_output": ids + noise * tf.reverse(ids, [1]),
+                "input_mask": inputs["input_mask"]}
+    return run
+
+
+def test_auto_keeps_the_fastest_candidate_that_agrees():
+    inputs = {"input_word_ids": np.arange(1, 41, dtype=np.int32).reshape(8, 5),
+              "input_mask": np.ones((8, 5), np.int32)}
+    # bfloat16 agrees but is slower than float32; int8 is fastest but off.
+    runs = {"float32": _fake_run(0.01, 0.0), "bfloat16": _fake_run(0.04, 0.01),
+            "int8": _fake_run(0.0, 1.0)}
+    record = precision_choice.choose(runs.get, inputs, repeats=3)
+    assert record["serving_dtype"] == "float32"
+    assert record["how"] == "auto"
+    candidates = record["candidates"]
+    assert candidates["int8"]["failures"] and not candidates["bfloat16"]["failures"]
+    assert candidates["float32"]["relative_latency"] == 1.0
+    assert candidates["bfloat16"]["relative_latency"] > 2
+    assert set(candidates["int8"]["latency_ms"]) == {"batch_1", "batch_8"}
+    runs["int8"] = _fake_run(0.0, 0.0)
+    assert precision_choice.choose(runs.get, inputs, repeats=3)[
+        "serving_dtype"] == "int8"
+    text = precision_choice.describe(record)
+    assert text.startswith("serving_dtype=auto chose float32.")
+    assert "int8: batch 1" in text and "pooled_cosine" in text
+
+
+def test_auto_on_a_pretrainer_measures_every_precision(spm_model, tmp_path):
+    config = AlbertConfig.from_preset(
+        "tiny", vocab_size=spm_model.get_piece_size(), num_hidden_layers=2)
+    model = AlbertPretrainer(config)
+    rng = np.random.default_rng(2)
+    for weight in model.weights:
+        weight.assign(rng.normal(scale=0.1, size=weight.shape).astype("float32"))
+    proto = spm_model.serialized_model_proto()
+    record, served = precision_choice.serving_model(model, "auto", proto, 24)
+    assert set(record["candidates"]) == {"float32", "bfloat16", "int8"}
+    for result in record["candidates"].values():
+        assert set(result["agreement"]) == {"pooled_cosine", "top1_agreement"}
+        assert all(ms > 0 for ms in result["latency_ms"].values())
+    chosen = record["serving_dtype"]
+    assert not record["candidates"][chosen]["failures"]
+    assert served is model if chosen == "float32" else served is not model
+    assert record["sample"] == {"rows": precision_choice.SAMPLE_ROWS,
+                                "seq_length": 24}
+    precision_choice.write(record, str(tmp_path))
+    assert precision_choice.read(str(tmp_path)) == record
+    assert precision_choice.read(str(tmp_path / "none")) is None
+
+
+def test_requested_precision_is_recorded_without_timing():
+    def never(dtype):
+        raise AssertionError("nothing is timed for an explicit dtype")
+
+    record = precision_choice.resolve("int8", never, sample=None)
+    assert record["serving_dtype"] == "int8" and record["how"] == "requested"
+    with pytest.raises(ValueError, match="Received: serving_dtype='int4'"):
+        precision_choice.resolve("int4", never, sample=None)
