@@ -40,9 +40,7 @@ batch 32 over the Keras encoder's (target: at most 10%).
 """
 
 import os
-import statistics
 import tempfile
-import time
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
@@ -51,9 +49,27 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tensorflow_text  # noqa: E402,F401
 
-_MODE = flags.DEFINE_enum("mode", "shapes", ["shapes", "paths"],
+from benchmarks import serving_common  # noqa: E402
+
+_MODE = flags.DEFINE_enum("mode", "shapes", ["shapes", "paths", "precision"],
                           "shapes: dynamic vs fixed export; paths: text-in "
-                          "SavedModel vs Keras encoder vs tokenization.")
+                          "SavedModel vs Keras encoder vs tokenization; "
+                          "precision: float32 vs bfloat16 vs int8 exports "
+                          "(benchmarks.serving_precision).")
+_QUICKSTART_DIR = flags.DEFINE_string(
+    "quickstart_dir", None, "--mode=precision: a finished main job's output "
+    "folder, for the accuracy rows (none without it).")
+_ACCURACY_TASK = flags.DEFINE_string(
+    "accuracy_task", "sentence_order", "--mode=precision: the main job's task "
+    "the classifier is fine-tuned on.")
+_ACCURACY_SENTENCES = flags.DEFINE_integer(
+    "accuracy_sentences", 1000, "--mode=precision: held-out sentences of the "
+    "fill-mask rows.")
+_ACCURACY_EPOCHS = flags.DEFINE_integer(
+    "accuracy_epochs", 3, "--mode=precision: fine-tuning epochs.")
+_ACCURACY_SEQ_LENGTH = flags.DEFINE_integer(
+    "accuracy_seq_length", 64, "--mode=precision: max_seq_length of the "
+    "accuracy exports (the main job's).")
 _PRESET = flags.DEFINE_string("preset", "albert_base_v2", "AlbertConfig preset.")
 _SEQ_LENGTH = flags.DEFINE_integer("seq_length", 128, "Sequence length.")
 _BATCH = flags.DEFINE_integer("batch", 32, "Batch of the throughput rows.")
@@ -67,59 +83,12 @@ _CHECKPOINT = flags.DEFINE_string(
     "checkpoint", None, "Optional checkpoint to export instead of random weights.")
 
 
-def _spm_model(workdir):
-    """The SentencePiece model file to use (trained here when not given)."""
-    if _SPM_MODEL_FILE.value:
-        return _SPM_MODEL_FILE.value
-    from data_prep import builtin_corpus
-    from data_prep import vocab
-
-    corpus = os.path.join(workdir, "corpus.txt")
-    builtin_corpus.write_corpus(corpus, max_chars=3_000_000)
-    model_path, _ = vocab.train_vocab(
-        corpus, os.path.join(workdir, "spm"), vocab_size=8000,
-        hard_vocab_limit=False, input_sentence_size=100_000)
-    return model_path
 
 
-def _texts(count, seed=0):
-    """English-like sentences of about 200 words (more than 128 pieces)."""
-    from data_prep import builtin_corpus
-
-    sentences = []
-    for document in builtin_corpus.iter_documents(max_chars=400_000):
-        sentences.extend(document)
-    rng = np.random.default_rng(seed)
-    texts = []
-    for _ in range(count):
-        picked = rng.choice(len(sentences), 12, replace=False)
-        texts.append(" ".join(sentences[i] for i in picked))
-    return texts
 
 
-def _time_interleaved(fns, iterations, warmup):
-    """Times several callables in turns, so load from elsewhere hits all alike.
-
-    Returns:
-        One list of seconds per callable.
-    """
-    for _ in range(warmup):
-        for fn in fns:
-            fn()
-    times = [[] for _ in fns]
-    for _ in range(iterations):
-        for fn, own in zip(fns, times):
-            start = time.perf_counter()
-            fn()
-            own.append(time.perf_counter() - start)
-    return times
 
 
-def _stats(times, batch):
-    median = statistics.median(times)
-    return {"median_ms": 1000 * median,
-            "p99_ms": 1000 * float(np.percentile(times, 99)),
-            "throughput": batch / median}
 
 
 def run(preset, seq_length, batch, iters_b1, iters_b32, warmup, workdir):
@@ -137,7 +106,7 @@ def run(preset, seq_length, batch, iters_b1, iters_b32, warmup, workdir):
     from albert_tf.layers import preprocessing
     import sentencepiece as spm
 
-    spm_path = _spm_model(workdir)
+    spm_path = serving_common.spm_model(workdir, _SPM_MODEL_FILE.value)
     with open(spm_path, "rb") as f:
         proto = f.read()
     sp_model = spm.SentencePieceProcessor(model_proto=proto)
@@ -155,7 +124,7 @@ def run(preset, seq_length, batch, iters_b1, iters_b32, warmup, workdir):
     keras_call = tf.function(
         lambda inputs: pretrainer.encoder(inputs, training=False))
 
-    texts = _texts(batch)
+    texts = serving_common.texts(batch)
 
     def ids_for(rows):
         packed = [preprocessing.pack_ids(ids, None, seq_length) for ids in
@@ -176,13 +145,13 @@ def run(preset, seq_length, batch, iters_b1, iters_b32, warmup, workdir):
         ("tokenization only", "strings",
          lambda rows: (lambda s=tf.constant(rows): preprocessor(s))),
     )
-    b1 = _time_interleaved([make(texts[:1]) for _, _, make in paths],
+    b1 = serving_common.time_interleaved([make(texts[:1]) for _, _, make in paths],
                            iters_b1, warmup)
     print("  timed batch 1", flush=True)
-    bn = _time_interleaved([make(texts) for _, _, make in paths],
+    bn = serving_common.time_interleaved([make(texts) for _, _, make in paths],
                            iters_b32, warmup)
     print("  timed batch %d" % batch, flush=True)
-    results = [(name, kind, _stats(t1, 1), _stats(tn, batch))
+    results = [(name, kind, serving_common.stats(t1, 1), serving_common.stats(tn, batch))
                for (name, kind, _), t1, tn in zip(paths, b1, bn)]
     overhead = results[3][3]["median_ms"] / results[1][3]["median_ms"]
     return results, overhead
@@ -210,44 +179,8 @@ def format_table(rows, overhead, preset, seq_length, batch):
     return "\n".join(lines)
 
 
-def cpu_description():
-    """The CPU model and its AVX-512, AVX512_BF16 and AMX flags (Linux)."""
-    model, found = "unknown CPU", set()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() == "model name" and model == "unknown CPU":
-                    model = value.strip()
-                elif key.strip() == "flags":
-                    found = set(value.split())
-                    break
-    except OSError:
-        pass
-    wanted = (("AVX-512", "avx512f"), ("AVX512_BF16", "avx512_bf16"),
-              ("AMX", "amx_tile"))
-    marks = ", ".join("%s %s" % (name, "yes" if flag in found else "no")
-                      for name, flag in wanted)
-    return "CPU: %s (%s); %d CPU threads visible" % (model, marks,
-                                                     os.cpu_count())
 
 
-def _text_of_length(words, sp_model, tokens, start=0):
-    """The longest run of `words` from `start` packing to <= `tokens`.
-
-    Returns:
-        `(text, packed_length)`, the length with `[CLS]` and `[SEP]`.
-    """
-    from data_prep import text as text_lib
-
-    low, high = 1, min(len(words) - start, 4 * tokens)
-    while low < high:  # the largest count of words that fits
-        middle = (low + high + 1) // 2
-        count = len(text_lib.tokenize_to_ids(
-            sp_model, [" ".join(words[start:start + middle])])[0]) + 2
-        low, high = (middle, high) if count <= tokens else (low, middle - 1)
-    text = " ".join(words[start:start + low])
-    return text, len(text_lib.tokenize_to_ids(sp_model, [text])[0]) + 2
 
 
 def run_shapes(preset, seq_length, batch, iters_b1, iters_b32, warmup,
@@ -262,7 +195,7 @@ def run_shapes(preset, seq_length, batch, iters_b1, iters_b32, warmup,
     from export import exporter
     import sentencepiece as spm
 
-    spm_path = _spm_model(workdir)
+    spm_path = serving_common.spm_model(workdir, _SPM_MODEL_FILE.value)
     with open(spm_path, "rb") as f:
         proto = f.read()
     sp_model = spm.SentencePieceProcessor(model_proto=proto)
@@ -282,7 +215,7 @@ def run_shapes(preset, seq_length, batch, iters_b1, iters_b32, warmup,
             paths["serving"]).signatures["serving_single"]
     print("  exported both", flush=True)
 
-    words = " ".join(_texts(8, seed)).split()
+    words = " ".join(serving_common.texts(8, seed)).split()
     rows = []
 
     def timed(requests, iterations, size):
@@ -294,16 +227,16 @@ def run_shapes(preset, seq_length, batch, iters_b1, iters_b32, warmup,
             for shape in ("dynamic", "fixed"):
                 queue = list(calls)
                 fns.append(lambda m=models[shape], q=queue: m(text=q.pop()))
-        times = _time_interleaved(fns, iterations, warmup)
+        times = serving_common.time_interleaved(fns, iterations, warmup)
         for index, (name, real, _) in enumerate(requests):
-            rows.append((name, real, _stats(times[2 * index], size),
-                         _stats(times[2 * index + 1], size)))
+            rows.append((name, real, serving_common.stats(times[2 * index], size),
+                         serving_common.stats(times[2 * index + 1], size)))
             print("  timed %s" % name, flush=True)
 
     requests = []
     for tokens in (8, 32, seq_length):
         if tokens < seq_length:
-            text, real = _text_of_length(words, sp_model, tokens)
+            text, real = serving_common.text_of_length(words, sp_model, tokens)
         else:  # longer than the export takes: cut to exactly seq_length
             text, real = " ".join(words[:4 * seq_length]), seq_length
         requests.append(("b1, %d tokens" % tokens, str(real),
@@ -325,7 +258,7 @@ def run_shapes(preset, seq_length, batch, iters_b1, iters_b32, warmup,
             texts = []
             for _ in range(batch):
                 start = int(rng.integers(0, len(words) // 2))
-                text, real = _text_of_length(words, sp_model, draw(), start)
+                text, real = serving_common.text_of_length(words, sp_model, draw(), start)
                 texts.append(text)
                 drawn.append(real)
             return tf.constant(texts)
@@ -366,9 +299,33 @@ def format_shapes(rows, preset, seq_length):
     return "\n".join(lines)
 
 
+def _main_precision():
+    from benchmarks import serving_precision
+
+    with tempfile.TemporaryDirectory() as workdir:
+        if _QUICKSTART_DIR.value:
+            accuracy = serving_precision.run_accuracy(
+                _QUICKSTART_DIR.value, _ACCURACY_SEQ_LENGTH.value,
+                _ACCURACY_TASK.value, _ACCURACY_SENTENCES.value,
+                _ACCURACY_EPOCHS.value, workdir)
+        rows = serving_precision.run_latency(
+            _PRESET.value, _SEQ_LENGTH.value, _BATCH.value, _ITERS_B1.value,
+            _ITERS_B32.value, workdir, _CHECKPOINT.value,
+            _SPM_MODEL_FILE.value)
+    print(serving_precision.format_latency(rows, _PRESET.value,
+                                           _SEQ_LENGTH.value))
+    if _QUICKSTART_DIR.value:
+        print()
+        print(serving_precision.format_accuracy(*accuracy,
+                                                _ACCURACY_TASK.value))
+
+
 def main(argv):
     del argv
-    print(cpu_description(), flush=True)
+    print(serving_common.cpu_description(), flush=True)
+    if _MODE.value == "precision":
+        _main_precision()
+        return
     if _MODE.value == "shapes":
         with tempfile.TemporaryDirectory() as workdir:
             rows = run_shapes(_PRESET.value, _SEQ_LENGTH.value, _BATCH.value,

@@ -1,0 +1,104 @@
+"""What the serving benchmarks share: a vocabulary, texts of given
+lengths, interleaved timing and the CPU's description."""
+
+import os
+import statistics
+import time
+
+import numpy as np
+
+
+def spm_model(workdir, path=None):
+    """The SentencePiece model file to use: `path`, else one of 8000 pieces
+    trained here on the standard library's docstrings."""
+    if path:
+        return path
+    from data_prep import builtin_corpus
+    from data_prep import vocab
+
+    corpus = os.path.join(workdir, "corpus.txt")
+    builtin_corpus.write_corpus(corpus, max_chars=3_000_000)
+    model_path, _ = vocab.train_vocab(
+        corpus, os.path.join(workdir, "spm"), vocab_size=8000,
+        hard_vocab_limit=False, input_sentence_size=100_000)
+    return model_path
+
+
+def texts(count, seed=0):
+    """English-like sentences of about 200 words (more than 128 pieces)."""
+    from data_prep import builtin_corpus
+
+    sentences = []
+    for document in builtin_corpus.iter_documents(max_chars=400_000):
+        sentences.extend(document)
+    rng = np.random.default_rng(seed)
+    texts = []
+    for _ in range(count):
+        picked = rng.choice(len(sentences), 12, replace=False)
+        texts.append(" ".join(sentences[i] for i in picked))
+    return texts
+
+
+def time_interleaved(fns, iterations, warmup):
+    """Times several callables in turns, so load from elsewhere hits all alike.
+
+    Returns:
+        One list of seconds per callable.
+    """
+    for _ in range(warmup):
+        for fn in fns:
+            fn()
+    times = [[] for _ in fns]
+    for _ in range(iterations):
+        for fn, own in zip(fns, times):
+            start = time.perf_counter()
+            fn()
+            own.append(time.perf_counter() - start)
+    return times
+
+
+def stats(times, batch):
+    median = statistics.median(times)
+    return {"median_ms": 1000 * median,
+            "p99_ms": 1000 * float(np.percentile(times, 99)),
+            "throughput": batch / median}
+
+
+def cpu_description():
+    """The CPU model and its AVX-512, AVX512_BF16 and AMX flags (Linux)."""
+    model, found = "unknown CPU", set()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and model == "unknown CPU":
+                    model = value.strip()
+                elif key.strip() == "flags":
+                    found = set(value.split())
+                    break
+    except OSError:
+        pass
+    wanted = (("AVX-512", "avx512f"), ("AVX512_BF16", "avx512_bf16"),
+              ("AMX", "amx_tile"))
+    marks = ", ".join("%s %s" % (name, "yes" if flag in found else "no")
+                      for name, flag in wanted)
+    return "CPU: %s (%s); %d CPU threads visible" % (model, marks,
+                                                     os.cpu_count())
+
+
+def text_of_length(words, sp_model, tokens, start=0):
+    """The longest run of `words` from `start` packing to <= `tokens`.
+
+    Returns:
+        `(text, packed_length)`, the length with `[CLS]` and `[SEP]`.
+    """
+    from data_prep import text as text_lib
+
+    low, high = 1, min(len(words) - start, 4 * tokens)
+    while low < high:  # the largest count of words that fits
+        middle = (low + high + 1) // 2
+        count = len(text_lib.tokenize_to_ids(
+            sp_model, [" ".join(words[start:start + middle])])[0]) + 2
+        low, high = (middle, high) if count <= tokens else (low, middle - 1)
+    text = " ".join(words[start:start + low])
+    return text, len(text_lib.tokenize_to_ids(sp_model, [text])[0]) + 2

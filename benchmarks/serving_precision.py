@@ -1,0 +1,336 @@
+"""Serving latency and accuracy of the float32, bfloat16 and int8 exports:
+`python -m benchmarks.serving --mode=precision`.
+
+Latency (`run_latency`): ALBERT-base (random weights, or `--checkpoint`)
+exported with max_seq_length `--seq_length` (128) in each serving dtype with
+dynamic shapes, and in float32 with fixed shapes. Every request is made up
+front and run once on every export untimed (an int8 export compiles each
+new padded shape with XLA on first use; the table is the steady state),
+then all exports are timed on the same requests in turns, so the machine's
+load falls on all of them alike. Rows, through `serving_single`:
+
+- batch 1 and batch 8 at `--seq_length` real tokens (texts cut to it), and
+  at real lengths (whole sentences of the built-in corpus, as they come);
+- `--batch` (32) texts of lengths drawn uniformly from 5 to `--seq_length`
+  tokens, and log-uniformly (short requests more common).
+
+Medians; each precision's ratio is float32's median over its own (the same
+shape); the mixed rows also give the fixed-shape float32 export's median
+and its ratio to the best dynamic export.
+
+Accuracy (`run_accuracy`, with `--quickstart_dir`: the output folder of a
+finished `python -m albert_apps.quickstart`): its best checkpoint exported
+in each dtype, and
+
+- fill-mask: one word masked in each of `--accuracy_sentences` held-out
+  sentences (`data/eval.txt`); top-1 agreement with float32, and the
+  `pooled_output` cosine with float32 on the unmasked sentences (lowest and
+  mean);
+- a classifier: an `AlbertTextClassifier` fine-tuned with Keras `fit` on
+  the job's `--accuracy_task` (its `data/task/<task>/train.tsv`), exported
+  with `export.tasks.export_text_classifier` in each dtype; dev accuracy of
+  each served model (95% Wilson interval), its difference from float32 and
+  the share of dev labels equal to float32's.
+
+Targets (the issue's): an export at least 1.8x float32 at batch 1 and 8
+within the bounds (dev accuracy within 0.5 points, fill-mask top-1
+agreement >= 97%, pooled cosine >= 0.99); the mixed batch at least 2.5x the
+fixed-shape export.
+"""
+
+import csv
+import os
+import random
+
+import numpy as np
+import tensorflow as tf
+
+from benchmarks import serving_common
+
+DTYPES = ("float32", "bfloat16", "int8")
+
+
+def _exports(pretrainer, proto, workdir, seq_length):
+    """Text-in `serving_single` of each dtype (dynamic) and float32 fixed."""
+    from export import exporter
+
+    models = {}
+    for name, dtype, shape in [(d, d, "dynamic") for d in DTYPES] + [
+            ("float32 fixed", "float32", "fixed")]:
+        paths = exporter.export_pretrainer(
+            pretrainer, proto, os.path.join(workdir, name.replace(" ", "_")),
+            max_seq_length=seq_length, save_keras=False,
+            serving_shape=shape, serving_dtype=dtype)
+        models[name] = tf.saved_model.load(
+            paths["serving"]).signatures["serving_single"]
+        print("  exported %s" % name, flush=True)
+    return models
+
+
+def _sentences(count, seed=0):
+    """Whole sentences of the built-in corpus (real lengths), shuffled."""
+    from data_prep import builtin_corpus
+
+    sentences = [s for document in builtin_corpus.iter_documents(
+        max_chars=600_000) for s in document if len(s.split()) >= 3]
+    random.Random(seed).shuffle(sentences)
+    return sentences[:count]
+
+
+def _requests(sp_model, seq_length, batch, iters_b1, iters_bn, seed=0):
+    """`(row name, batch size, [string batches])` of every row."""
+    words = " ".join(serving_common.texts(8, seed)).split()
+    full = " ".join(words[:4 * seq_length])  # cut to seq_length when packed
+    sentences = _sentences(8 * max(iters_b1, iters_bn), seed)
+    rng = np.random.default_rng(seed)
+
+    def mixed(draw):
+        batches, lengths = [], []
+        for _ in range(iters_bn):
+            texts = []
+            for _ in range(batch):
+                start = int(rng.integers(0, len(words) // 2))
+                text, real = serving_common.text_of_length(
+                    words, sp_model, draw(), start)
+                texts.append(text)
+                lengths.append(real)
+            batches.append(texts)
+        return batches, np.mean(lengths)
+
+    uniform, uniform_mean = mixed(lambda: int(rng.integers(5, seq_length + 1)))
+    log_uniform, log_mean = mixed(lambda: int(round(np.exp(rng.uniform(
+        np.log(5), np.log(seq_length))))))
+    real = [len(sp_model.encode(s)) + 2 for s in sentences]
+    return [
+        ("b1, %d tokens" % seq_length, 1, [[full]] * iters_b1),
+        ("b1, one sentence (mean %.0f tokens)" % np.mean(real[:iters_b1]), 1,
+         [[s] for s in sentences[:iters_b1]]),
+        ("b8, %d tokens" % seq_length, 8, [[full] * 8] * iters_bn),
+        ("b8, sentences (mean %.0f tokens)" % np.mean(real[:8 * iters_bn]), 8,
+         [sentences[8 * i:8 * i + 8] for i in range(iters_bn)]),
+        ("b%d, 5-%d uniform (mean %.0f)" % (batch, seq_length, uniform_mean),
+         batch, uniform),
+        ("b%d, 5-%d log-uniform (mean %.0f)" % (batch, seq_length, log_mean),
+         batch, log_uniform),
+    ]
+
+
+def _time_row(models, batches):
+    """Median seconds of each model over `batches`: all run once untimed
+    (compiling), then timed in turns."""
+    tensors = [tf.constant(texts) for texts in batches]
+
+    def run_all(model):
+        for tensor in tensors:
+            outputs = model(text=tensor)
+        return outputs["pooled_output"].numpy()
+
+    # One round runs the row's batches once on a model (the first compiles);
+    # per batch = the round's time / batches.
+    fns = [lambda m=model: run_all(m) for model in models.values()]
+    times = serving_common.time_interleaved(fns, iterations=3, warmup=1)
+    return {name: float(np.median(t)) / len(batches)
+            for name, t in zip(models, times)}
+
+
+def run_latency(preset, seq_length, batch, iters_b1, iters_bn, workdir,
+                checkpoint=None, spm_model_file=None):
+    """Exports ALBERT (`preset`) in every dtype and times every row.
+
+    Returns:
+        A list of `(row name, {export name: median seconds})`.
+    """
+    import sentencepiece as spm
+
+    from albert_tf import AlbertConfig, AlbertPretrainer
+    from albert_tf.training import checkpoint as checkpoint_lib
+
+    spm_path = serving_common.spm_model(workdir, spm_model_file)
+    with open(spm_path, "rb") as f:
+        proto = f.read()
+    sp_model = spm.SentencePieceProcessor(model_proto=proto)
+    config = AlbertConfig.from_preset(preset)
+    if sp_model.get_piece_size() > config.vocab_size:  # small presets
+        config = AlbertConfig.from_preset(
+            preset, vocab_size=sp_model.get_piece_size())
+    pretrainer = AlbertPretrainer(config)
+    if checkpoint:
+        checkpoint_lib.restore_model(pretrainer, checkpoint)
+    models = _exports(pretrainer, proto, workdir, seq_length)
+    rows = []
+    for name, size, batches in _requests(sp_model, seq_length, batch,
+                                         iters_b1, iters_bn):
+        own = dict(models) if size == batch else {
+            k: v for k, v in models.items() if k != "float32 fixed"}
+        rows.append((name, _time_row(own, batches)))
+        print("  timed %s" % name, flush=True)
+    return rows
+
+
+def format_latency(rows, preset, seq_length):
+    header = ("| request | " + " | ".join("%s ms" % d for d in DTYPES)
+              + " | " + " | ".join("%s speed-up" % d for d in DTYPES[1:])
+              + " | float32 fixed ms | fixed / best dynamic |")
+    lines = ["%s, max_seq_length %d, dynamic shapes, serving_single, "
+             "medians per batch (steady state)" % (preset, seq_length), "",
+             header, "|---" * (header.count("|") - 1) + "|"]
+    for name, seconds in rows:
+        cells = ["%.1f" % (1e3 * seconds[d]) for d in DTYPES]
+        cells += ["%.2fx" % (seconds["float32"] / seconds[d])
+                  for d in DTYPES[1:]]
+        if "float32 fixed" in seconds:
+            best = min(seconds[d] for d in DTYPES)
+            cells += ["%.1f" % (1e3 * seconds["float32 fixed"]),
+                      "%.2fx" % (seconds["float32 fixed"] / best)]
+        else:
+            cells += ["-", "-"]
+        lines.append("| %s | %s |" % (name, " | ".join(cells)))
+    return "\n".join(lines)
+
+
+def _read_task(path):
+    with open(path, encoding="utf-8") as f:
+        rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    return ([r["first"] for r in rows], [r["second"] for r in rows],
+            np.array([int(r["label"]) for r in rows]))
+
+
+def _masked_sentences(path, count, seed=0):
+    """`(sentences, the same with one word masked)` of held-out text."""
+    with open(path, encoding="utf-8") as f:
+        lines = [line.strip() for line in f if len(line.split()) >= 6]
+    rng = random.Random(seed)
+    lines = rng.sample(lines, min(count, len(lines)))
+    masked = []
+    for line in lines:
+        words = line.split()
+        words[rng.randrange(len(words))] = "[MASK]"
+        masked.append(" ".join(words))
+    return lines, masked
+
+
+def _wilson(correct, total, z=1.96):
+    p = correct / total
+    centre = (p + z * z / (2 * total)) / (1 + z * z / total)
+    half = z * np.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / (
+        1 + z * z / total)
+    return centre - half, centre + half
+
+
+def _in_batches(fn, items, size=64):
+    return [fn(items[i:i + size]) for i in range(0, len(items), size)]
+
+
+def _fill_mask_accuracy(pretrainer, proto, seq_length, quickstart_dir,
+                        count, workdir):
+    from export import exporter
+
+    sentences, masked = _masked_sentences(
+        os.path.join(quickstart_dir, "data", "eval.txt"), count)
+    results = {}
+    for dtype in DTYPES:
+        paths = exporter.export_pretrainer(
+            pretrainer, proto, os.path.join(workdir, "mlm_" + dtype),
+            max_seq_length=seq_length, save_keras=False, serving_dtype=dtype)
+        model = tf.saved_model.load(paths["serving"])
+        top1 = np.concatenate(_in_batches(lambda b: model.signatures[
+            "fill_mask"](text=tf.constant(b))["top_k_ids"].numpy()[:, 0, 0],
+                                          masked))
+        pooled = np.concatenate(_in_batches(lambda b: model.signatures[
+            "serving_single"](text=tf.constant(b))["pooled_output"].numpy(),
+                                            sentences))
+        results[dtype] = (top1, pooled)
+    rows = {}
+    for dtype in DTYPES:
+        top1, pooled = results[dtype]
+        ref_top1, ref_pooled = results["float32"]
+        cosines = (pooled * ref_pooled).sum(-1) / (
+            np.linalg.norm(pooled, axis=-1) * np.linalg.norm(ref_pooled, axis=-1))
+        rows[dtype] = {"top1_agreement": float(np.mean(top1 == ref_top1)),
+                       "pooled_cosine_min": float(cosines.min()),
+                       "pooled_cosine_mean": float(cosines.mean()),
+                       "sentences": len(sentences)}
+    return rows
+
+
+def _classifier_accuracy(proto, seq_length, quickstart_dir, task, workdir,
+                         epochs):
+    """Fine-tunes a text classifier on `task`, exports it in every dtype
+    and scores each served model on the dev set."""
+    from albert_tf import load_pretrained
+    from albert_tf.tasks.text_models import AlbertTextClassifier
+    from export import tasks as export_tasks
+
+    folder = os.path.join(quickstart_dir, "data", "task", task)
+    train_a, train_b, train_y = _read_task(os.path.join(folder, "train.tsv"))
+    dev_a, dev_b, dev_y = _read_task(os.path.join(folder, "dev.tsv"))
+    pairs = any(train_b)
+    num_classes = int(max(train_y.max(), dev_y.max())) + 1
+    pretrainer = load_pretrained(os.path.join(quickstart_dir, "pretrain",
+                                              "best"))
+    model = AlbertTextClassifier(pretrainer, num_classes, spm_model=proto,
+                                 seq_length=seq_length)
+    steps = epochs * len(train_y) // 16
+    model.compile(learning_rate=1e-4, num_train_steps=steps)
+    x = (train_a, train_b) if pairs else train_a
+    model.fit(x, train_y, batch_size=16, epochs=epochs, verbose=0)
+    labels = {}
+    for dtype in DTYPES:
+        path = export_tasks.export_text_classifier(
+            model, os.path.join(workdir, "cls_" + dtype),
+            serving_dtype=dtype)
+        serve = tf.saved_model.load(path).signatures["serving_default"]
+        labels[dtype] = np.concatenate([serve(
+            text=tf.constant(dev_a[i:i + 64]),
+            text_b=tf.constant(dev_b[i:i + 64] if pairs else []))[
+                "label_id"].numpy() for i in range(0, len(dev_y), 64)])
+    rows = {}
+    for dtype in DTYPES:
+        correct = int((labels[dtype] == dev_y).sum())
+        rows[dtype] = {
+            "accuracy": correct / len(dev_y),
+            "interval": _wilson(correct, len(dev_y)),
+            "delta_points": 100 * (correct - int(
+                (labels["float32"] == dev_y).sum())) / len(dev_y),
+            "label_agreement": float(np.mean(labels[dtype] == labels["float32"])),
+            "dev_examples": len(dev_y)}
+    return rows
+
+
+def run_accuracy(quickstart_dir, seq_length, task, sentences, epochs,
+                 workdir):
+    """The accuracy rows on a finished main job's output (see the module
+    docstring). Returns `(fill_mask rows, classifier rows)`."""
+    from albert_tf import load_pretrained
+
+    with open(os.path.join(quickstart_dir, "data", "spm.model"), "rb") as f:
+        proto = f.read()
+    pretrainer = load_pretrained(os.path.join(quickstart_dir, "pretrain",
+                                              "best"))
+    fill_mask = _fill_mask_accuracy(pretrainer, proto, seq_length,
+                                    quickstart_dir, sentences, workdir)
+    print("  measured fill_mask", flush=True)
+    classifier = _classifier_accuracy(proto, seq_length, quickstart_dir, task,
+                                      workdir, epochs)
+    print("  measured the %s classifier" % task, flush=True)
+    return fill_mask, classifier
+
+
+def format_accuracy(fill_mask, classifier, task):
+    lines = ["| precision | fill-mask top-1 = float32 | pooled cosine "
+             "(lowest / mean) | %s dev accuracy [95%%] | vs float32 | "
+             "labels = float32 |" % task, "|---|---|---|---|---|---|"]
+    for dtype in DTYPES:
+        mlm, cls = fill_mask[dtype], classifier[dtype]
+        lines.append("| %s | %.1f%% | %.4f / %.5f | %.1f%% [%.1f, %.1f] | "
+                     "%+.2f points | %.1f%% |" % (
+                         dtype, 100 * mlm["top1_agreement"],
+                         mlm["pooled_cosine_min"], mlm["pooled_cosine_mean"],
+                         100 * cls["accuracy"], 100 * cls["interval"][0],
+                         100 * cls["interval"][1], cls["delta_points"],
+                         100 * cls["label_agreement"]))
+    first = fill_mask["float32"]["sentences"]
+    lines += ["", "fill-mask over %d held-out sentences; the classifier over "
+              "%d dev examples." % (first, classifier["float32"][
+                  "dev_examples"])]
+    return "\n".join(lines)
