@@ -154,8 +154,16 @@ def fit_row(config, features, dtype, steps):
     model.compile(optimizer=keras.optimizers.Adam(1e-4))
     labels = {k: features[k] for k in ("masked_lm_ids", "masked_lm_weights",
                                        "next_sentence_labels")}
+    # Each timing window is one `fit` call, and each call makes (and at its
+    # end deletes) an iterator of the dataset. With tf.data's autotuning on,
+    # deleting it waits for the autotuner's next wake-up, whose period
+    # doubles from 10 ms: a call of a few steps then ends after exactly
+    # 10.23 s or 20.47 s of wall time, whatever its steps took. One batch
+    # repeated has nothing to tune, so autotuning is off here.
+    options = tf.data.Options()
+    options.autotune.enabled = False
     dataset = tf.data.Dataset.from_tensors(
-        (_model_inputs(features), labels)).repeat()
+        (_model_inputs(features), labels)).repeat().with_options(options)
     return lambda: model.fit(dataset, epochs=1, steps_per_epoch=steps,
                              shuffle=False, verbose=0)
 
