@@ -564,3 +564,34 @@ def test_int8_export_serves_every_edge_case_in_a_fresh_process(
         reduced_precision_exports["int8"], tmp_path)
     _check_served(served, exported_albert, _assert_cosines_above(0.99))
     _check_edge_cases(report, exported_albert)
+
+
+def test_length_groups_merge_where_a_call_costs_more_than_the_padding():
+    from export import saved_models
+
+    def merged(widths, counts, cost):
+        run_widths, run_counts = tf.function(saved_models.merge_groups)(
+            tf.constant(widths), tf.constant(counts), cost)
+        return run_widths.numpy().tolist(), run_counts.numpy().tolist()
+
+    # 8 and 16 merge (16 x 2 + 64 < 8 + 16 + 2 x 64); 128 stays alone.
+    assert merged([8, 16, 128], [1, 1, 1], 64) == ([16, 128], [2, 1])
+    assert merged([8, 16, 128], [1, 1, 1], 0) == ([8, 16, 128], [1, 1, 1])
+    assert merged([8, 16, 128], [1, 1, 1], 10**6) == ([128], [3])
+    assert merged([40], [5], 64) == ([40], [5])
+    # Many rows at a length keep it apart: 10 x (32 - 8) tokens > 64.
+    assert merged([8, 32], [10, 1], 64) == ([8, 32], [10, 1])
+    widths = list(range(8, 129, 8))
+    run_widths, run_counts = merged(widths, [2] * 16, 64)
+    assert sum(run_counts) == 32 and run_widths[-1] == 128
+    # The least total cost of any split into runs (brute force over all
+    # 2^15 splits of 16 groups).
+    def cost(ends):
+        total, start = 0, 0
+        for end in ends:
+            total += 64 + widths[end] * 2 * (end - start + 1)
+            start = end + 1
+        return total
+    best = min(cost([i for i in range(15) if mask >> i & 1] + [15])
+               for mask in range(2 ** 15))
+    assert cost([widths.index(w) for w in run_widths]) == best
