@@ -29,7 +29,8 @@ def run(options, strategy=None):
             labels=trainer.task.task_info["labels"] or None,
             max_seq_length=options.max_seq_length,
             do_lower_case=options.do_lower_case,
-            model_name=f"albert_{task.replace('-', '_')}")
+            model_name=f"albert_{task.replace('-', '_')}",
+            serving_dtype=options.serving_dtype)
     cli.log_report(report, ("best", "submission", "export"))
     return report
 

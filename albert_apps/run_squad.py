@@ -34,7 +34,8 @@ def run(options, strategy=None):
             max_query_length=options.max_query_length,
             max_answer_length=options.max_answer_length,
             do_lower_case=options.do_lower_case,
-            model_name="albert_squad_v2" if v2 else "albert_squad")
+            model_name="albert_squad_v2" if v2 else "albert_squad",
+            serving_dtype=options.serving_dtype)
     cli.log_report(report, ("best", "predictions", "export"))
     return report
 

@@ -7,13 +7,13 @@ before TensorFlow loads; the work is `export.exporter`.
 import dataclasses
 from typing import Optional
 
+from albert_tf.tasks.options import SERVING_DTYPES  # noqa: F401
+from albert_tf.tasks.options import serving_dtype_option
 from data_prep.options import option
 
-# `albert_tf.layers.preprocessing.SERVING_SHAPES` and
-# `export.precision_choice.CHOICES` (tests check they agree; those modules
-# import TensorFlow).
+# `albert_tf.layers.preprocessing.SERVING_SHAPES` (tests check they agree;
+# that module imports TensorFlow).
 SERVING_SHAPES = ("dynamic", "fixed")
-SERVING_DTYPES = ("float32", "bfloat16", "int8", "auto")
 
 
 @dataclasses.dataclass
@@ -59,11 +59,4 @@ class ExportOptions:
         "and capped at --max_seq_length; `fixed` always pads to "
         "--max_seq_length (static shapes, for TPU serving and batching "
         "servers).", choices=SERVING_SHAPES)
-    serving_dtype: str = option(
-        "float32", "What the text-in model computes in: `float32`; "
-        "`bfloat16` (fast where the CPU has AVX512_BF16 or AMX); `int8` "
-        "(int8 weights and matmuls, compiled by XLA: TF Serving needs "
-        "--xla_cpu_compilation_enabled=true); `auto`: the fastest of the "
-        "three on this machine whose outputs agree with float32, recorded in "
-        "<version>/assets.extra/serving_dtype.json. The TF-Hub-style encoder "
-        "stays float32.", choices=SERVING_DTYPES)
+    serving_dtype: str = serving_dtype_option()

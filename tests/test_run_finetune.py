@@ -51,7 +51,8 @@ def test_run_classifier_cli_export_serves_raw_text(model_dir, tmp_path):
     args = ["--task_name=MRPC", f"--data_dir={data_dir}",
             f"--init_checkpoint={model_dir}", f"--output_dir={out}",
             "--do_train", "--do_eval", "--do_predict", "--max_seq_length=24",
-            f"--export_dir={serving}"] + [f"--{k}={v}" for k, v in FAST.items()]
+            f"--export_dir={serving}", "--serving_dtype=int8"] + [
+                f"--{k}={v}" for k, v in FAST.items()]
     env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
     done = subprocess.run([sys.executable, "-m", "albert_apps.run_classifier",
                            *args], capture_output=True, text=True, env=env,
@@ -70,6 +71,9 @@ def test_run_classifier_cli_export_serves_raw_text(model_dir, tmp_path):
     assert submission[0] == "index\tprediction" and len(submission) == 2
     export_path = os.path.join(serving, "albert_mrpc", "1")
     assert os.path.exists(os.path.join(export_path, "saved_model.pb"))
+    with open(os.path.join(export_path, "assets.extra",
+                           "serving_dtype.json")) as f:
+        assert json.load(f)["serving_dtype"] == "int8"
     printed = _fresh_python(
         "import json, tensorflow as tf, tensorflow_text\n"
         f"m = tf.saved_model.load({export_path!r})\n"

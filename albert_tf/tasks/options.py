@@ -16,6 +16,22 @@ from data_prep.options import option
 
 from albert_tf.training.options import TrainingOptions
 
+# What an export's text-in model computes in (`export.precision_choice.
+# CHOICES`, which imports TensorFlow; tests check they agree).
+SERVING_DTYPES = ("float32", "bfloat16", "int8", "auto")
+SERVING_DTYPE_HELP = (
+    "What the exported text-in model computes in: `float32`; `bfloat16` "
+    "(fast where the CPU has AVX512_BF16 or AMX); `int8` (int8 weights and "
+    "matmuls, compiled by XLA: TF Serving needs "
+    "--xla_cpu_compilation_enabled=true); `auto`: the fastest of the three on "
+    "this machine whose outputs agree with float32, recorded in "
+    "<version>/assets.extra/serving_dtype.json.")
+
+
+def serving_dtype_option():
+    """The `--serving_dtype` flag of every program that exports."""
+    return option("float32", SERVING_DTYPE_HELP, choices=SERVING_DTYPES)
+
 
 @dataclasses.dataclass
 class FinetuneOptions(TrainingOptions):
@@ -94,6 +110,7 @@ class ClassifierOptions(FinetuneOptions):
     data_dir: str = option(None, "The task's folder of TSV files.",
                            required=True)
     export_dir: str = option(None, "Write a text-in SavedModel here.")
+    serving_dtype: str = serving_dtype_option()
 
 
 @dataclasses.dataclass
@@ -114,6 +131,7 @@ class SquadOptions(FinetuneOptions):
     na_prob_threshold: float = option(
         0.5, "v2.0: answer nothing above this no-answer probability.")
     export_dir: str = option(None, "Write a text-in SavedModel here.")
+    serving_dtype: str = serving_dtype_option()
 
     def validate(self, num_replicas=1):
         super().validate(num_replicas)
