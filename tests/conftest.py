@@ -381,6 +381,43 @@ def loaded_serving_model(exported_albert):
     return tf.saved_model.load(exported_albert.paths["serving"])
 
 
+@pytest.fixture(scope="session")
+def reduced_precision_exports(exported_albert, tmp_path_factory):
+    """`exported_albert`'s checkpoint exported again by the program's
+    `export` with `--serving_dtype=<dtype>`, on first use of
+    `exports[dtype]`; each value is the text-in model's version folder."""
+    from absl import flags
+
+    from data_prep import options as options_lib
+    from export import export_saved_model
+    from export import exporter
+
+    root = tmp_path_factory.mktemp("precision")
+    model_dir = exported_albert.model_dir
+
+    def export(serving_dtype):
+        flag_values = flags.FlagValues()
+        options_lib.define_flags(exporter.ExportOptions, flag_values,
+                                 module_name="export_saved_model")
+        flag_values([
+            "export_saved_model", "--checkpoint=" + model_dir,
+            "--albert_config_file=" + model_dir + "/albert_config.json",
+            "--spm_model_file=" + model_dir + "/spm.model",
+            "--export_dir=" + str(root / serving_dtype), "--save_keras=false",
+            "--max_seq_length=%d" % exported_albert.max_seq_length,
+            "--top_k=%d" % exported_albert.top_k,
+            "--serving_dtype=" + serving_dtype])
+        return export_saved_model.export(options_lib.from_flags(
+            exporter.ExportOptions, flag_values))["serving"]
+
+    class Exports(dict):
+        def __missing__(self, serving_dtype):
+            self[serving_dtype] = export(serving_dtype)
+            return self[serving_dtype]
+
+    return Exports()
+
+
 # --- Task exports (tests/test_{export_tasks,serving_compat}.py) ---
 # A classifier and a span extractor, exported once per session in both
 # serving shapes.

@@ -477,37 +477,6 @@ def test_serving_dtype_flag_takes_the_precisions_and_auto():
         _parse_export_flags("--serving_dtype=float16")
 
 
-def _export_again(exported_albert, folder, serving_dtype):
-    """The fixture's checkpoint exported by the CLI's `export` with
-    `--serving_dtype`; returns the text-in model's version folder."""
-    from export import export_saved_model
-
-    model_dir = exported_albert.model_dir
-    paths = export_saved_model.export(_parse_export_flags(
-        "--checkpoint=" + model_dir,
-        "--albert_config_file=" + model_dir + "/albert_config.json",
-        "--spm_model_file=" + model_dir + "/spm.model",
-        "--export_dir=" + str(folder), "--save_keras=false",
-        "--max_seq_length=%d" % exported_albert.max_seq_length,
-        "--top_k=%d" % exported_albert.top_k,
-        "--serving_dtype=" + serving_dtype))
-    return paths["serving"]
-
-
-@pytest.fixture(scope="module")
-def reduced_precision_exports(exported_albert, tmp_path_factory):
-    """The text-in model of the fixture, exported in a serving dtype on
-    first use (`exports[dtype]`)."""
-    root = tmp_path_factory.mktemp("precision")
-
-    class Exports(dict):
-        def __missing__(self, dtype):
-            self[dtype] = _export_again(exported_albert, root / dtype, dtype)
-            return self[dtype]
-
-    return Exports()
-
-
 def _assert_cosines_above(threshold):
     def close(served, expected):
         cosines = _cosines(served, expected)

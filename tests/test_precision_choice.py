@@ -97,13 +97,13 @@ def test_auto_keeps_the_fastest_candidate_that_agrees():
 
 def test_auto_on_a_pretrainer_measures_every_precision(spm_model, tmp_path):
     config = AlbertConfig.from_preset(
-        "tiny", vocab_size=spm_model.get_piece_size(), num_hidden_layers=2)
+        "tiny", vocab_size=spm_model.get_piece_size(), num_hidden_layers=1)
     model = AlbertPretrainer(config)
     rng = np.random.default_rng(2)
     for weight in model.weights:
         weight.assign(rng.normal(scale=0.1, size=weight.shape).astype("float32"))
     proto = spm_model.serialized_model_proto()
-    record, served = precision_choice.serving_model(model, "auto", proto, 24)
+    record, served = precision_choice.serving_model(model, "auto", proto, 16)
     assert set(record["candidates"]) == {"float32", "bfloat16", "int8"}
     for result in record["candidates"].values():
         assert set(result["agreement"]) == {"pooled_cosine", "top1_agreement"}
@@ -112,7 +112,7 @@ def test_auto_on_a_pretrainer_measures_every_precision(spm_model, tmp_path):
     assert not record["candidates"][chosen]["failures"]
     assert served is model if chosen == "float32" else served is not model
     assert record["sample"] == {"rows": precision_choice.SAMPLE_ROWS,
-                                "seq_length": 24}
+                                "seq_length": 16}
     precision_choice.write(record, str(tmp_path))
     assert precision_choice.read(str(tmp_path)) == record
     assert precision_choice.read(str(tmp_path / "none")) is None

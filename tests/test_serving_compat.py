@@ -166,3 +166,21 @@ def test_program_prints_the_table_of_an_export_folder(exported_albert, capsys,
     assert capsys.readouterr().out == serving_compat.markdown_table(models)
     with pytest.raises(FileNotFoundError):
         serving_compat.exported_models(str(tmp_path))
+
+
+@pytest.mark.slow
+def test_precision_table_is_rendered_from_the_exports(exported_albert,
+                                                      reduced_precision_exports):
+    models = {"float32": exported_albert.paths["serving"],
+              "bfloat16": reduced_precision_exports["bfloat16"],
+              "int8": reduced_precision_exports["int8"]}
+    text = serving_compat.precision_table(models)
+    lines = text.splitlines()
+    assert lines[2].startswith("| float32 | none | >= ")
+    assert lines[3].startswith("| bfloat16 | none | >= ")  # casts only
+    assert "`BatchMatMulV3`" in lines[4]  # the int8 matmul
+    assert lines[4].endswith("| `%s` |" % serving_compat.XLA_SERVER_FLAG)
+    with open(_GUIDE, encoding="utf-8") as f:
+        assert text in f.read(), (
+            "docs/serving.md's table of the serving dtypes is out of date:\n"
+            + text)
