@@ -35,8 +35,6 @@ falls on every row alike.
 """
 
 import os
-import statistics
-import time
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
@@ -57,24 +55,6 @@ _ROWS = flags.DEFINE_list(
              "tape_bfloat16", "fit_float32", "fit_bfloat16",
              "keras_hub_float32_xla", "keras_hub_float32"],
     "Which model rows to run (driver_*_xla rows also exist).")
-
-
-def _time_interleaved(runs, repeats):
-    """Median seconds per call of each callable, windows taken round-robin.
-
-    Every callable is run once first (compile, warm up); then each timing
-    window runs all of them in turn, so a change in machine load during the
-    benchmark hits every row alike and the ratios stay comparable.
-    """
-    for run in runs.values():
-        run()
-    times = {name: [] for name in runs}
-    for _ in range(repeats):
-        for name, run in runs.items():
-            start = time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def driver_row(config, features, dtype, steps, jit_compile=False):
@@ -274,7 +254,8 @@ def main(argv):
             runs[("matmul", dtype.name, jit_compile)] = run
     for row in _ROWS.value:
         runs[row], peak_of[row] = _build_row(row, config, features, steps)
-    medians = _time_interleaved(runs, _REPEATS.value)
+    # Every row once first (compiles), then timing windows round-robin.
+    medians = hardware.median_seconds_in_turns(runs, _REPEATS.value)
     # The reachable rate: the faster of XLA and TensorFlow's kernel.
     peak = {dtype: max(MATMUL_INNER * 2 * size ** 3 / medians[("matmul", dtype.name, jit)]
                        for jit in (True, False))

@@ -190,22 +190,10 @@ def run_shapes(preset, seq_length, batch, iters_b1, iters_b32, warmup,
     Returns:
         A list of `(row name, real tokens, dynamic stats, fixed stats)`.
     """
-    from albert_tf import AlbertConfig, AlbertPretrainer
-    from albert_tf.training import checkpoint as checkpoint_lib
     from export import exporter
-    import sentencepiece as spm
 
-    spm_path = serving_common.spm_model(workdir, _SPM_MODEL_FILE.value)
-    with open(spm_path, "rb") as f:
-        proto = f.read()
-    sp_model = spm.SentencePieceProcessor(model_proto=proto)
-    config = AlbertConfig.from_preset(preset)
-    if sp_model.get_piece_size() > config.vocab_size:  # small presets
-        config = AlbertConfig.from_preset(
-            preset, vocab_size=sp_model.get_piece_size())
-    pretrainer = AlbertPretrainer(config)
-    if _CHECKPOINT.value:
-        checkpoint_lib.restore_model(pretrainer, _CHECKPOINT.value)
+    proto, sp_model, pretrainer = serving_common.albert_model(
+        workdir, preset, _SPM_MODEL_FILE.value, _CHECKPOINT.value)
     models = {}
     for shape in ("dynamic", "fixed"):
         paths = exporter.export_pretrainer(

@@ -24,6 +24,28 @@ def spm_model(workdir, path=None):
     return model_path
 
 
+def albert_model(workdir, preset, spm_model_file=None, checkpoint=None):
+    """`(proto, sp_model, pretrainer)`: the vocabulary (`spm_model`) and an
+    `AlbertPretrainer` of `preset` (its vocabulary grown to the model's
+    where a small preset has fewer pieces), random or from `checkpoint`."""
+    import sentencepiece as spm
+
+    from albert_tf import AlbertConfig, AlbertPretrainer
+    from albert_tf.training import checkpoint as checkpoint_lib
+
+    with open(spm_model(workdir, spm_model_file), "rb") as f:
+        proto = f.read()
+    sp_model = spm.SentencePieceProcessor(model_proto=proto)
+    config = AlbertConfig.from_preset(preset)
+    if sp_model.get_piece_size() > config.vocab_size:  # small presets
+        config = AlbertConfig.from_preset(
+            preset, vocab_size=sp_model.get_piece_size())
+    pretrainer = AlbertPretrainer(config)
+    if checkpoint:
+        checkpoint_lib.restore_model(pretrainer, checkpoint)
+    return proto, sp_model, pretrainer
+
+
 def texts(count, seed=0):
     """English-like sentences of about 200 words (more than 128 pieces)."""
     from data_prep import builtin_corpus

@@ -140,22 +140,8 @@ def run_latency(preset, seq_length, batch, iters_b1, iters_bn, workdir,
     Returns:
         A list of `(row name, {export name: median seconds})`.
     """
-    import sentencepiece as spm
-
-    from albert_tf import AlbertConfig, AlbertPretrainer
-    from albert_tf.training import checkpoint as checkpoint_lib
-
-    spm_path = serving_common.spm_model(workdir, spm_model_file)
-    with open(spm_path, "rb") as f:
-        proto = f.read()
-    sp_model = spm.SentencePieceProcessor(model_proto=proto)
-    config = AlbertConfig.from_preset(preset)
-    if sp_model.get_piece_size() > config.vocab_size:  # small presets
-        config = AlbertConfig.from_preset(
-            preset, vocab_size=sp_model.get_piece_size())
-    pretrainer = AlbertPretrainer(config)
-    if checkpoint:
-        checkpoint_lib.restore_model(pretrainer, checkpoint)
+    proto, sp_model, pretrainer = serving_common.albert_model(
+        workdir, preset, spm_model_file, checkpoint)
     models = _exports(pretrainer, proto, workdir, seq_length)
     rows = []
     for name, size, batches in _requests(sp_model, seq_length, batch,

@@ -29,8 +29,6 @@ checked on real data by `benchmarks/serving.py`.
 
 import json
 import os
-import statistics
-import time
 
 import numpy as np
 import sentencepiece as spm
@@ -156,20 +154,6 @@ def _numpy(outputs):
             if isinstance(value, tf.Tensor) and value.dtype.is_floating}
 
 
-def _time(runs, repeats):
-    """Median seconds of each callable, all timed in turn after one untimed
-    call each (which compiles)."""
-    for run in runs.values():
-        run()
-    times = {name: [] for name in runs}
-    for _ in range(repeats):
-        for name, run in runs.items():
-            start = time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in times.items()}
-
-
 def choose(make_run, inputs, candidates=CANDIDATES, repeats=REPEATS):
     """Times and checks every candidate precision; returns the record.
 
@@ -200,7 +184,7 @@ def choose(make_run, inputs, candidates=CANDIDATES, repeats=REPEATS):
         for dtype, run in runs.items():
             timed[(dtype, batch)] = (
                 lambda run=run, rows=rows: _numpy(run(rows)))
-    seconds = _time(timed, repeats)
+    seconds = hardware.median_seconds_in_turns(timed, repeats)
     for dtype in candidates:
         results[dtype]["latency_ms"] = {
             "batch_%d" % batch: 1e3 * seconds[(dtype, batch)]

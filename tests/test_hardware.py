@@ -32,3 +32,13 @@ def test_describe_names_the_cpu_flags_and_cores():
                  "accelerators: none"):
         assert name in line
     assert set(hardware.cpu_flags()) == {"AVX2", "AVX-512", "AVX512_BF16", "AMX"}
+
+
+def test_callables_are_timed_in_turns_after_a_warm_up():
+    calls = []
+    runs = {name: (lambda name=name: calls.append(name)) for name in "ab"}
+    medians = hardware.median_seconds_in_turns(runs, repeats=3, warmup=1)
+    # One untimed round, then the timed rounds alternate a, b, a, b, ...
+    assert calls == ["a", "b"] * 4
+    assert set(medians) == {"a", "b"}
+    assert all(0 <= seconds < 1 for seconds in medians.values())

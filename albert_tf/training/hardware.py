@@ -10,6 +10,8 @@ on, CPUs with AVX512_BF16 or AMX); on an AVX2-only CPU they are no faster
 import functools
 import os
 import platform
+import statistics
+import time
 
 import tensorflow as tf
 
@@ -86,3 +88,27 @@ def describe():
     kinds = sorted(accelerators())
     return (f"{cpu_model()}, {os.cpu_count()} cores ({flags}); accelerators: "
             f"{', '.join(kinds) if kinds else 'none'}")
+
+
+def median_seconds_in_turns(runs, repeats, warmup=1):
+    """Times several callables in turns, so load from elsewhere on a shared
+    machine falls on all of them alike.
+
+    Args:
+        runs: a dict name -> callable (taking no argument).
+        repeats: timed calls of each.
+        warmup: untimed calls of each first (the first compiles).
+
+    Returns:
+        A dict name -> the median seconds of its timed calls.
+    """
+    for _ in range(warmup):
+        for run in runs.values():
+            run()
+    times = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
