@@ -355,22 +355,22 @@ def build_serving_model(pretrainer, preprocessor, top_k=5, assets=None,
         outputs["input_mask"] = inputs["input_mask"]
         return outputs
 
-    @tf.function(input_signature=[_STRINGS, _STRINGS])
+    @tf.function(autograph=False, input_signature=[_STRINGS, _STRINGS])
     def serve(text, text_b=tf.constant([], tf.string)):
         # An empty `text_b` tensor means "no second segment" for every row.
         return encode(text, optional_text_b(text, text_b))
 
-    @tf.function(input_signature=[_STRINGS])
+    @tf.function(autograph=False, input_signature=[_STRINGS])
     def serve_single(text):
         return encode(text)
 
-    @tf.function(input_signature=[_STRINGS])
+    @tf.function(autograph=False, input_signature=[_STRINGS])
     def fill_mask(text):
         return fill_mask_lib.fill_mask_outputs(
             pretrainer, preprocessor, text, top_k, dynamic,
             encode=lambda inputs: run_encoder(inputs)["sequence_output"])
 
-    @tf.function(input_signature=[_STRINGS, _STRINGS])
+    @tf.function(autograph=False, input_signature=[_STRINGS, _STRINGS])
     def sop(text, text_b):
         with tf.control_dependencies([_check_pair_batch(text, text_b)]):
             inputs = preprocessor.encode(text, text_b,
@@ -412,7 +412,7 @@ def build_encoder_model(encoder, assets=None):
 
     class EncoderRoot(tf.__internal__.tracking.AutoTrackable):
 
-        @tf.function
+        @tf.function(autograph=False)
         def __call__(self, inputs, training=False):
             return call(inputs, training)
 
@@ -425,11 +425,12 @@ def build_encoder_model(encoder, assets=None):
     for training in (False, True):
         root.__call__.get_concrete_function(_ENCODER_SPEC, training)
     root.serve = tf.function(lambda inputs: call(inputs, False),
-                             input_signature=[_ENCODER_SPEC])
+                             input_signature=[_ENCODER_SPEC], autograph=False)
     root.serve_training = tf.function(lambda inputs: call(inputs, True),
-                                      input_signature=[_ENCODER_SPEC])
+                                      input_signature=[_ENCODER_SPEC],
+                                      autograph=False)
 
-    @tf.function(input_signature=[_IDS, _IDS, _IDS])
+    @tf.function(autograph=False, input_signature=[_IDS, _IDS, _IDS])
     def serving_default(input_word_ids, input_mask, input_type_ids):
         outputs = call({"input_word_ids": input_word_ids,
                         "input_mask": input_mask,
@@ -447,11 +448,11 @@ class _Tokenize(tf.Module):
         super().__init__(name="tokenize")
         self._preprocessor = preprocessor
 
-    @tf.function(input_signature=[_STRINGS])
+    @tf.function(autograph=False, input_signature=[_STRINGS])
     def __call__(self, text):
         return self._preprocessor.tokenize(text)
 
-    @tf.function(input_signature=[])
+    @tf.function(autograph=False, input_signature=[])
     def get_special_tokens_dict(self):
         return {
             "vocab_size": self._preprocessor.vocab_size(),
@@ -473,7 +474,7 @@ class _PackInputs(tf.Module):
             self.__call__.get_concrete_function(
                 [_RAGGED_IDS] * count, tf.TensorSpec([], tf.int32))
 
-    @tf.function
+    @tf.function(autograph=False)
     def __call__(self, segments, seq_length=None):
         if len(segments) not in (1, 2):
             raise ValueError("bert_pack_inputs takes one or two segments. "
@@ -503,7 +504,7 @@ def build_preprocessor_model(preprocessor, assets=None):
 
     class PreprocessorRoot(tf.__internal__.tracking.AutoTrackable):
 
-        @tf.function(input_signature=[_STRINGS])
+        @tf.function(autograph=False, input_signature=[_STRINGS])
         def __call__(self, text):
             return preprocessor.encode(text)
 
@@ -513,7 +514,7 @@ def build_preprocessor_model(preprocessor, assets=None):
     root.bert_pack_inputs = _PackInputs(preprocessor)
     _add_assets(root, assets)
 
-    @tf.function(input_signature=[_STRINGS])
+    @tf.function(autograph=False, input_signature=[_STRINGS])
     def serving_default(text):
         return preprocessor.encode(text)
 

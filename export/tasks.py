@@ -137,11 +137,11 @@ def export_classifier(model, spm_model_file, export_dir, labels=None,
                 "label_id": label_id,
                 "label": tf.gather(label_names, label_id)}
 
-    @tf.function(input_signature=[_STRINGS, _STRINGS])
+    @tf.function(autograph=False, input_signature=[_STRINGS, _STRINGS])
     def serve(text, text_b=tf.constant([], tf.string)):
         return classify(text, saved_models.optional_text_b(text, text_b))
 
-    @tf.function(input_signature=[_STRINGS])
+    @tf.function(autograph=False, input_signature=[_STRINGS])
     def serve_single(text):
         return classify(text)
 
@@ -322,7 +322,7 @@ def export_span_extractor(model, spm_model_file, export_dir,
     run_model = saved_models.model_runner(
         model_logits, precision.needs_xla(record["serving_dtype"]))
 
-    @tf.function(input_signature=[_STRINGS, _STRINGS])
+    @tf.function(autograph=False, input_signature=[_STRINGS, _STRINGS])
     def serve(question, context):
         query = preprocessor.tokenize(question)[:, :max_query_length]
         words, word_starts, word_ends = words_tokenizer.tokenize_with_offsets(

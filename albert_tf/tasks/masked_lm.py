@@ -173,7 +173,8 @@ class AlbertMaskedLM(text_models.TextModel):
         self._fill_mask_function = tf.function(
             self._fill_mask_outputs,
             input_signature=[tf.TensorSpec([None], tf.string),
-                             tf.TensorSpec([], tf.int32)])
+                             tf.TensorSpec([], tf.int32)],
+            autograph=False)
 
     @property
     def encoder(self):
