@@ -49,6 +49,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tensorflow_text  # noqa: E402,F401
 
+from albert_tf.training import hardware  # noqa: E402
 from benchmarks import serving_common  # noqa: E402
 
 _MODE = flags.DEFINE_enum("mode", "shapes", ["shapes", "paths", "precision"],
@@ -99,21 +100,12 @@ def run(preset, seq_length, batch, iters_b1, iters_b32, warmup, workdir):
         `_stats` dicts; overhead the tokenization time over the Keras
         encoder's at `batch`.
     """
-    from albert_tf import AlbertConfig, AlbertPretrainer
-    from albert_tf.training import checkpoint as checkpoint_lib
     from data_prep import text as text_lib
     from export import exporter
     from albert_tf.layers import preprocessing
-    import sentencepiece as spm
 
-    spm_path = serving_common.spm_model(workdir, _SPM_MODEL_FILE.value)
-    with open(spm_path, "rb") as f:
-        proto = f.read()
-    sp_model = spm.SentencePieceProcessor(model_proto=proto)
-    config = AlbertConfig.from_preset(preset)
-    pretrainer = AlbertPretrainer(config)
-    if _CHECKPOINT.value:
-        checkpoint_lib.restore_model(pretrainer, _CHECKPOINT.value)
+    proto, sp_model, pretrainer = serving_common.albert_model(
+        workdir, preset, _SPM_MODEL_FILE.value, _CHECKPOINT.value)
     # Fixed shapes: this mode times every path at the full --seq_length.
     paths = exporter.export_pretrainer(
         pretrainer, proto, os.path.join(workdir, "serving"),
@@ -310,7 +302,7 @@ def _main_precision():
 
 def main(argv):
     del argv
-    print(serving_common.cpu_description(), flush=True)
+    print("Hardware: %s" % hardware.describe(), flush=True)
     if _MODE.value == "precision":
         _main_precision()
         return

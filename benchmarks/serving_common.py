@@ -1,11 +1,12 @@
 """What the serving benchmarks share: a vocabulary, texts of given
-lengths, interleaved timing and the CPU's description."""
+lengths, timing in turns and latency statistics."""
 
 import os
 import statistics
-import time
 
 import numpy as np
+
+from albert_tf.training import hardware
 
 
 def spm_model(workdir, path=None):
@@ -62,21 +63,10 @@ def texts(count, seed=0):
 
 
 def time_interleaved(fns, iterations, warmup):
-    """Times several callables in turns, so load from elsewhere hits all alike.
-
-    Returns:
-        One list of seconds per callable.
-    """
-    for _ in range(warmup):
-        for fn in fns:
-            fn()
-    times = [[] for _ in fns]
-    for _ in range(iterations):
-        for fn, own in zip(fns, times):
-            start = time.perf_counter()
-            fn()
-            own.append(time.perf_counter() - start)
-    return times
+    """`hardware.seconds_in_turns` of a list: one list of seconds per
+    callable, in order."""
+    times = hardware.seconds_in_turns(dict(enumerate(fns)), iterations, warmup)
+    return [times[index] for index in range(len(fns))]
 
 
 def stats(times, batch):
@@ -84,28 +74,6 @@ def stats(times, batch):
     return {"median_ms": 1000 * median,
             "p99_ms": 1000 * float(np.percentile(times, 99)),
             "throughput": batch / median}
-
-
-def cpu_description():
-    """The CPU model and its AVX-512, AVX512_BF16 and AMX flags (Linux)."""
-    model, found = "unknown CPU", set()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() == "model name" and model == "unknown CPU":
-                    model = value.strip()
-                elif key.strip() == "flags":
-                    found = set(value.split())
-                    break
-    except OSError:
-        pass
-    wanted = (("AVX-512", "avx512f"), ("AVX512_BF16", "avx512_bf16"),
-              ("AMX", "amx_tile"))
-    marks = ", ".join("%s %s" % (name, "yes" if flag in found else "no")
-                      for name, flag in wanted)
-    return "CPU: %s (%s); %d CPU threads visible" % (model, marks,
-                                                     os.cpu_count())
 
 
 def text_of_length(words, sp_model, tokens, start=0):

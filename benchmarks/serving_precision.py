@@ -45,6 +45,7 @@ import random
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.tasks import intervals
 from benchmarks import serving_common
 
 DTYPES = ("float32", "bfloat16", "int8")
@@ -195,14 +196,6 @@ def _masked_sentences(path, count, seed=0):
     return lines, masked
 
 
-def _wilson(correct, total, z=1.96):
-    p = correct / total
-    centre = (p + z * z / (2 * total)) / (1 + z * z / total)
-    half = z * np.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / (
-        1 + z * z / total)
-    return centre - half, centre + half
-
-
 def _in_batches(fn, items, size=64):
     return [fn(items[i:i + size]) for i in range(0, len(items), size)]
 
@@ -275,7 +268,7 @@ def _classifier_accuracy(proto, seq_length, quickstart_dir, task, workdir,
         correct = int((labels[dtype] == dev_y).sum())
         rows[dtype] = {
             "accuracy": correct / len(dev_y),
-            "interval": _wilson(correct, len(dev_y)),
+            "interval": intervals.wilson(correct / len(dev_y), len(dev_y)),
             "delta_points": 100 * (correct - int(
                 (labels["float32"] == dev_y).sum())) / len(dev_y),
             "label_agreement": float(np.mean(labels[dtype] == labels["float32"])),

@@ -48,12 +48,53 @@ def op_types(path):
     return sorted(types)
 
 
+def _called_functions(nodes, library):
+    """Names of the library functions that `nodes` call: as their op, or
+    through a function-valued attr (`f`, `body`, `then_branch`, ...)."""
+    for node in nodes:
+        if node.op in library:
+            yield node.op
+        for value in node.attr.values():
+            if value.HasField("func"):
+                yield value.func.name
+            yield from (func.name for func in value.list.func)
+
+
+def _signature_functions(meta_graph):
+    """The library functions a meta graph's signatures can run: those the
+    nodes behind their outputs call, and the functions those call."""
+    graph = meta_graph.graph_def
+    library = {f.signature.name: f for f in graph.library.function}
+    nodes = {node.name: node for node in graph.node}
+    pending = [info.name.split(":")[0].lstrip("^")
+               for signature in meta_graph.signature_def.values()
+               for info in signature.outputs.values()]
+    seen_nodes = set()
+    while pending:  # the graph nodes the outputs depend on
+        name = pending.pop()
+        if name in seen_nodes or name not in nodes:
+            continue
+        seen_nodes.add(name)
+        pending.extend(i.split(":")[0].lstrip("^") for i in nodes[name].input)
+    reached = set()
+    calls = list(_called_functions((nodes[n] for n in seen_nodes), library))
+    while calls:
+        name = calls.pop()
+        if name in reached or name not in library:
+            continue
+        reached.add(name)
+        calls.extend(_called_functions(library[name].node_def, library))
+    return [library[name] for name in reached]
+
+
 def xla_compiled(path):
-    """Whether a SavedModel holds functions that must be compiled by XLA
-    (`jit_compile=True`): the model server runs them only with
-    `--xla_cpu_compilation_enabled=true` (TF Serving 2.5 and later)."""
+    """Whether a SavedModel's signatures run functions that must be compiled
+    by XLA (`jit_compile=True`): the model server runs them only with
+    `--xla_cpu_compilation_enabled=true` (TF Serving 2.5 and later).
+    Functions no signature reaches (the TF-Hub-style encoder's training-mode
+    call, for Python callers) do not count: the server never runs them."""
     for meta_graph in _read_saved_model(path).meta_graphs:
-        for function in meta_graph.graph_def.library.function:
+        for function in _signature_functions(meta_graph):
             attr = function.attr.get("_XlaMustCompile")
             if attr is not None and attr.b:
                 return True

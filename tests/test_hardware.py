@@ -42,3 +42,14 @@ def test_callables_are_timed_in_turns_after_a_warm_up():
     assert calls == ["a", "b"] * 4
     assert set(medians) == {"a", "b"}
     assert all(0 <= seconds < 1 for seconds in medians.values())
+
+
+def test_each_timed_call_is_kept_and_the_median_is_of_them(monkeypatch):
+    clock = iter(range(100))
+    monkeypatch.setattr(hardware.time, "perf_counter", lambda: next(clock))
+    runs = {"a": lambda: None, "b": lambda: None}
+    # Each timed call reads the clock twice: every call takes 1 "second".
+    times = hardware.seconds_in_turns(runs, repeats=3, warmup=2)
+    assert times == {"a": [1, 1, 1], "b": [1, 1, 1]}
+    assert hardware.median_seconds_in_turns(runs, repeats=2) == {"a": 1,
+                                                                 "b": 1}

@@ -90,7 +90,7 @@ def describe():
             f"{', '.join(kinds) if kinds else 'none'}")
 
 
-def median_seconds_in_turns(runs, repeats, warmup=1):
+def seconds_in_turns(runs, repeats, warmup=1):
     """Times several callables in turns, so load from elsewhere on a shared
     machine falls on all of them alike.
 
@@ -100,7 +100,7 @@ def median_seconds_in_turns(runs, repeats, warmup=1):
         warmup: untimed calls of each first (the first compiles).
 
     Returns:
-        A dict name -> the median seconds of its timed calls.
+        A dict name -> the seconds of each of its timed calls.
     """
     for _ in range(warmup):
         for run in runs.values():
@@ -111,4 +111,10 @@ def median_seconds_in_turns(runs, repeats, warmup=1):
             start = time.perf_counter()
             run()
             times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in times.items()}
+    return times
+
+
+def median_seconds_in_turns(runs, repeats, warmup=1):
+    """`seconds_in_turns`, each callable's median."""
+    return {name: statistics.median(values) for name, values
+            in seconds_in_turns(runs, repeats, warmup).items()}
