@@ -1,5 +1,7 @@
 """Serving copies in bfloat16 and int8 (`albert_tf.models.precision`)."""
 
+import gc
+
 import keras
 import numpy as np
 import pytest
@@ -72,6 +74,22 @@ def test_float32_is_the_model_itself_and_other_precisions_copy(pretrainer):
         "query", "key", "value", "output_dense", "intermediate",
         "embedding_hidden_mapping_in", "pooler_dense", "transform_dense"}
     assert all(layer._kernel.dtype == "int8" for layer in quantized)
+
+
+def test_quantizing_runs_no_garbage_collection(pretrainer, monkeypatch):
+    # Keras deletes each float kernel with a full gc.collect(); a collection
+    # per Dense layer cost more than the quantization in a large process.
+    calls = []
+
+    def collect(generation=2):
+        calls.append(generation)
+        return 0
+
+    monkeypatch.setattr("gc.collect", collect)
+    int8 = precision.serving_copy(pretrainer, "int8")
+    assert any(kernels.is_int8(layer) for layer in int8._flatten_layers())
+    assert not calls
+    assert gc.collect is collect
 
 
 @pytest.mark.parametrize("serving_dtype", ["bfloat16", "int8"])
