@@ -54,6 +54,7 @@ def _exported_encoder(path, vocab_size=64):
     return str(path), vocab_size
 
 
+@pytest.mark.slow
 def test_fine_tuning_through_the_savedmodel_lowers_the_loss(tmp_path):
     path, vocab_size = _exported_encoder(tmp_path / "encoder")
     layer = keras_layer.load_encoder(path)

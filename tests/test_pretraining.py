@@ -172,6 +172,7 @@ def test_mirrored_and_accumulation_match_single_device(tmp_path):
     assert report["accumulated_weight_diff"] < 1e-6
 
 
+@pytest.mark.slow
 def test_train_resume_eval_and_summaries(tmp_path):
     data = write_records(str(tmp_path / "data.tfrecord"), 40)
     out = str(tmp_path / "out")

@@ -89,6 +89,7 @@ def test_run_classifier_cli_export_serves_raw_text(model_dir, tmp_path):
     assert result["label_id"] == list(np.argmax(probs, -1))
 
 
+@pytest.mark.slow
 def test_run_regression_and_resume(model_dir, tmp_path):
     data_dir = tasks_testdata.write_glue(str(tmp_path / "glue"))["sts-b"]
     out = str(tmp_path / "run")
@@ -137,6 +138,7 @@ def test_run_squad_v2_and_export(model_dir, tmp_path):
     assert served["no_answer_probability"].shape == (2,)
 
 
+@pytest.mark.slow
 def test_run_race(model_dir, tmp_path):
     root = tasks_testdata.write_race(str(tmp_path / "RACE"))
     report = run_race.run(runners.RaceOptions(
@@ -182,10 +184,10 @@ def glue_dirs(tmp_path_factory):
     return tasks_testdata.write_glue(str(tmp_path_factory.mktemp("glue")))
 
 
-# Two layouts in the default set (CoLA: no header; MNLI mismatched: its own
-# dev and test files), the other eight in the slow set.
+# One layout in the default set (CoLA: no header), the other nine (MNLI
+# mismatched with its own dev and test files among them) in the slow set.
 @pytest.mark.parametrize("task", [
-    task if task in ("cola", "mnli-mm") else pytest.param(
+    task if task == "cola" else pytest.param(
         task, marks=pytest.mark.slow)
     for task in ("cola", "sst-2", "mrpc", "sts-b", "qqp", "mnli", "mnli-mm",
                  "qnli", "rte", "wnli")])
