@@ -199,6 +199,8 @@ def test_eval_batch_larger_than_the_eval_set_is_refused(tmp_path):
                        "eval_batch_size=8"):
         pretraining.run_pretraining(t.options(
             data, str(tmp_path / "out"), eval_input_file=small, do_eval=True))
+    # Refused before training: no checkpoint was written.
+    assert not os.path.exists(str(tmp_path / "out" / "checkpoint"))
     assert not os.path.exists(str(tmp_path / "out" / "best"))
 
 

@@ -98,6 +98,25 @@ class PretrainingTask(TrainingTask):
     def metrics(self, stats):
         return losses.metrics_from_stats(stats)
 
+    def _evaluation_dataset(self):
+        options = self.options
+        input_file = options.eval_input_file or options.input_file
+        return input_file, self.dataset(input_file, options.eval_batch_size,
+                                        False)
+
+    def _too_few_evaluation_records(self, input_file):
+        return ValueError(
+            f"The evaluation records {input_file!r} hold fewer than one "
+            f"batch of eval_batch_size={self.options.eval_batch_size}: lower "
+            "--eval_batch_size (no metric is reported for no data).")
+
+    def check_evaluation_records(self):
+        """Raises `evaluate`'s error at once, before any training, when the
+        evaluation records hold less than one batch (reads one batch)."""
+        input_file, dataset = self._evaluation_dataset()
+        if next(iter(dataset.take(1)), None) is None:
+            raise self._too_few_evaluation_records(input_file)
+
     def evaluate(self, trainer):
         """The four official metrics over up to `max_eval_steps` batches of
         the evaluation records.
@@ -105,15 +124,10 @@ class PretrainingTask(TrainingTask):
         Raises:
             ValueError: the records hold less than one evaluation batch.
         """
-        options = self.options
-        input_file = options.eval_input_file or options.input_file
-        dataset = self.dataset(input_file, options.eval_batch_size, False)
-        stats, batches = trainer.sum_stats(dataset, options.max_eval_steps)
+        input_file, dataset = self._evaluation_dataset()
+        stats, batches = trainer.sum_stats(dataset, self.options.max_eval_steps)
         if batches == 0:
-            raise ValueError(
-                f"The evaluation records {input_file!r} hold fewer than one "
-                f"batch of eval_batch_size={options.eval_batch_size}: lower "
-                "--eval_batch_size (no metric is reported for no data).")
+            raise self._too_few_evaluation_records(input_file)
         metrics = {k: float(v) for k, v in losses.metrics_from_stats(stats).items()}
         metrics["eval_batches"] = batches
         return metrics
@@ -140,6 +154,8 @@ def run_pretraining(options, strategy=None, task=None):
     """
     keras.utils.set_random_seed(options.seed)
     trainer = Trainer(task or PretrainingTask(options), options, strategy)
+    if options.do_eval:
+        trainer.task.check_evaluation_records()
     report = {}
     if options.do_train:
         report["train"] = trainer.train()
