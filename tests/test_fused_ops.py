@@ -201,3 +201,78 @@ def test_kernels_trace_with_unknown_shapes():
     assert h.shape == dx.shape == (M, W) and probs.shape == d_scores.shape == (2, 3, 4, 5)
     np.testing.assert_allclose(tf.reduce_sum(tf.cast(probs, tf.float32), -1), 1.0,
                                atol=2e-2)
+
+
+def _all_four(x, residual, scores, penalty, kernel):
+    """Each fused op once (cast_once's fan-out through `kernel`'s two
+    uses); a scalar of all their outputs."""
+    with fused_ops.cast_once([kernel], tf.bfloat16, uses=[2]):
+        first = fused_ops.cast_variable(kernel, tf.bfloat16)
+        second = fused_ops.cast_variable(kernel, tf.bfloat16)
+    h = fused_ops.bias_gelu(tf.matmul(x, first), tf.ones([W], tf.bfloat16))
+    h = fused_ops.residual_layer_norm(tf.matmul(h, second), residual, tf.ones([W]),
+                                      tf.zeros([W]), 1e-12, bias=tf.zeros([W]))
+    probs = fused_ops.masked_softmax(scores, penalty, 0.5)
+    weights = tf.range(W, dtype=tf.float32)
+    return (tf.reduce_sum(tf.cast(h, tf.float32) * weights)
+            + tf.reduce_sum(tf.cast(probs, tf.float32) * tf.range(5.0)))
+
+
+def _four_inputs():
+    return (_random((M, W), 0, tf.bfloat16), _random((M, W), 1, tf.bfloat16),
+            _random((2, 3, 4, 5), 2, tf.bfloat16), tf.zeros((2, 5)))
+
+
+def test_every_way_of_differentiating_gives_the_same_gradients():
+    """A tape eagerly, a tape in a function, `tf.gradients` in a function
+    (the graph's own gradient registry), and a tape over a nested function
+    (whose gradient TensorFlow derives from the inner graph)."""
+    kernel = tf.Variable(_random((W, W), 3))
+    inputs = _four_inputs()
+    sources = [inputs[0], inputs[2], kernel]
+
+    def taped(*inputs):
+        with tf.GradientTape() as tape:
+            tape.watch(inputs[0:3:2])
+            loss = _all_four(*inputs, kernel)
+        return tape.gradient(loss, [inputs[0], inputs[2], kernel])
+
+    def symbolic(*inputs):
+        return tf.gradients(_all_four(*inputs, kernel),
+                            [inputs[0], inputs[2], kernel.handle])
+
+    inner = tf.function(lambda *inputs: _all_four(*inputs, kernel))
+
+    def nested(*inputs):
+        with tf.GradientTape() as tape:
+            tape.watch(inputs[0:3:2])
+            loss = inner(*inputs)
+        return tape.gradient(loss, [inputs[0], inputs[2], kernel])
+
+    expected = taped(*inputs)
+    assert [g.dtype for g in expected] == [s.dtype for s in sources]
+    for way in (tf.function(taped), tf.function(symbolic), tf.function(nested)):
+        _assert_close(way(*inputs), expected, atol=1e-3)
+
+
+def test_a_traced_step_is_freed_with_its_function():
+    """`tf.custom_gradient` would keep every graph that calls a fused op
+    alive for the life of the process (its gradient registry holds each
+    call's tensors)."""
+    import gc
+    import weakref
+
+    kernel = tf.Variable(_random((W, W), 3))
+
+    @tf.function
+    def step(*inputs):
+        with tf.GradientTape() as tape:
+            tape.watch(inputs)
+            loss = _all_four(*inputs, kernel)
+        return tape.gradient(loss, kernel)
+
+    graph = weakref.ref(step.get_concrete_function(*_four_inputs()).graph)
+    assert graph() is not None
+    del step
+    gc.collect()
+    assert graph() is None

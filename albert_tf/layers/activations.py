@@ -15,6 +15,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.config import ACTIVATION_NAMES
+from albert_tf.layers.gradients import join
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _CUBIC = 0.044715
@@ -36,19 +37,15 @@ def tanh_gelu_derivative(x, t, x_squared):
     return 0.5 * (1.0 + t) + (0.5 * x) * (1.0 - t * t) * du_dx
 
 
-@tf.custom_gradient
-def _gelu_tanh(x):
-    y, t, x_squared = tanh_gelu_parts(x)
-
-    def grad(dy):
-        return dy * tanh_gelu_derivative(x, t, x_squared)
-
-    return y, grad
+def _gelu_tanh_gradient(args, outputs, dys):
+    _, t, x_squared = outputs
+    return [dys[0] * tanh_gelu_derivative(args[0], t, x_squared)]
 
 
 def gelu(x):
     """GELU, tanh approximation (the official ALBERT `gelu`)."""
-    return _gelu_tanh(tf.convert_to_tensor(x))
+    return join("AlbertTanhGelu", lambda x: list(tanh_gelu_parts(x)),
+                _gelu_tanh_gradient, [tf.convert_to_tensor(x)])[0]
 
 
 def gelu_exact(x):

@@ -6,9 +6,9 @@ back: the backward of bias + GELU is about a dozen passes over the `[B*T, I]`
 activations, and bias + residual + LayerNorm another dozen over `[B*T, H]`.
 Here the forward and the backward of each formula are one XLA-compiled
 function each (a single fused loop, float32 arithmetic inside, inputs and
-outputs in the caller's dtype), joined by `tf.custom_gradient`. The values are
-those of the plain formulas up to float32 rounding; bias gradients are summed
-in float32.
+outputs in the caller's dtype), joined by `gradients.join`. The values are those of
+the plain formulas up to float32 rounding; bias gradients are summed in
+float32.
 
 When these kernels run is decided in one place, `albert_tf.layers.kernels`
 (`use_fused`): the training step on a CPU outside XLA. XLA compiles a kernel
@@ -32,6 +32,7 @@ import threading
 import tensorflow as tf
 
 from albert_tf.layers import activations
+from albert_tf.layers.gradients import join
 
 
 def _narrow(x, dtype):
@@ -67,12 +68,9 @@ def _bias_gelu_backward(x, bias, dy):
     return _narrow(dz, x.dtype), tf.cast(tf.reduce_sum(dz, axis=0), bias.dtype)
 
 
-@tf.custom_gradient
-def _bias_gelu(x, bias):
-    def grad(dy):
-        return _bias_gelu_backward(x, bias, dy)
-
-    return _bias_gelu_forward(x, bias), grad
+def _bias_gelu_gradient(args, outputs, dys):
+    del outputs
+    return _bias_gelu_backward(*args, dys[0])
 
 
 def bias_gelu(x, bias):
@@ -85,7 +83,9 @@ def bias_gelu(x, bias):
     Returns:
         `[M, I]` in `x`'s dtype.
     """
-    return _bias_gelu(tf.convert_to_tensor(x), tf.convert_to_tensor(bias))
+    return join("AlbertBiasGelu", lambda *args: [_bias_gelu_forward(*args)],
+                 _bias_gelu_gradient,
+                 [tf.convert_to_tensor(x), tf.convert_to_tensor(bias)])[0]
 
 
 def _row_sum(x, scale=1.0):
@@ -134,26 +134,22 @@ def _layer_norm_backward(h, bias, residual, gamma, epsilon, dy):
     return _narrow(dz, h.dtype), d_bias, d_gamma, d_beta
 
 
-def _make_residual_layer_norm(epsilon, with_bias):
-    @tf.custom_gradient
-    def fn(*args):
-        h, residual, gamma, beta = args[:4]
+def _residual_layer_norm_gradient(epsilon, with_bias):
+    def gradient(args, outputs, dys):
+        del outputs
+        h, residual, gamma = args[:3]
         bias = args[4] if with_bias else None
+        dh, d_bias, d_gamma, d_beta = _layer_norm_backward(
+            h, bias, residual, gamma, epsilon, dys[0])
+        # d(h + bias + residual) is one tensor: written once, used twice.
+        d_residual = dh if residual.dtype == dh.dtype else tf.cast(dh, residual.dtype)
+        grads = [dh, d_residual, d_gamma, d_beta]
+        return grads + [d_bias] if with_bias else grads
 
-        def grad(dy):
-            dh, d_bias, d_gamma, d_beta = _layer_norm_backward(
-                h, bias, residual, gamma, epsilon, dy)
-            # d(h + bias + residual) is one tensor: written once, used twice.
-            d_residual = dh if residual.dtype == dh.dtype else tf.cast(dh, residual.dtype)
-            grads = (dh, d_residual, d_gamma, d_beta)
-            return grads + (d_bias,) if with_bias else grads
-
-        return _layer_norm_forward(h, bias, residual, gamma, beta, epsilon), grad
-
-    return fn
+    return gradient
 
 
-_RESIDUAL_LAYER_NORMS = {}
+_LAYER_NORM_GRADIENTS = {}
 
 
 def residual_layer_norm(h, residual, gamma, beta, epsilon, bias=None):
@@ -170,12 +166,17 @@ def residual_layer_norm(h, residual, gamma, beta, epsilon, bias=None):
         `[M, H]` in `h`'s dtype.
     """
     key = (float(epsilon), bias is not None)
-    if key not in _RESIDUAL_LAYER_NORMS:
-        _RESIDUAL_LAYER_NORMS[key] = _make_residual_layer_norm(*key)
+    if key not in _LAYER_NORM_GRADIENTS:
+        _LAYER_NORM_GRADIENTS[key] = _residual_layer_norm_gradient(*key)
     args = [tf.convert_to_tensor(v) for v in (h, residual, gamma, beta)]
     if bias is not None:
         args.append(tf.convert_to_tensor(bias))
-    return _RESIDUAL_LAYER_NORMS[key](*args)
+
+    def forward(h, residual, gamma, beta, bias=None):
+        return [_layer_norm_forward(h, bias, residual, gamma, beta, key[0])]
+
+    return join("AlbertResidualLayerNorm_%r_%s" % key, forward,
+                 _LAYER_NORM_GRADIENTS[key], args)[0]
 
 
 @tf.function(jit_compile=True, autograph=False)
@@ -203,16 +204,15 @@ def masked_softmax(scores, penalty, scale=1.0):
     Returns:
         `[B, N, T, S]` in `scores`' dtype, computed in float32.
     """
-    @tf.custom_gradient
-    def fn(scores, penalty):
-        probs = _masked_softmax_forward(scores, penalty, scale)
+    scale = float(scale)
 
-        def grad(d_probs):
-            return _masked_softmax_backward(probs, d_probs, scale), None
+    def gradient(args, outputs, dys):
+        del args
+        return _masked_softmax_backward(outputs[0], dys[0], scale), None
 
-        return probs, grad
-
-    return fn(tf.convert_to_tensor(scores), tf.convert_to_tensor(penalty))
+    return join("AlbertMaskedSoftmax_%r" % scale,
+                 lambda s, p: [_masked_softmax_forward(s, p, scale)], gradient,
+                 [tf.convert_to_tensor(scores), tf.convert_to_tensor(penalty)])[0]
 
 
 _CACHE = threading.local()
@@ -230,18 +230,19 @@ def _fan_out(value, cast_value, count):
     by one fused float32 loop), never in half precision.
     """
 
-    @tf.custom_gradient
-    def fn(value, cast_value):
-        def grad(*dys):
-            dys = [dy for dy in dys if dy is not None]
-            if not dys:
-                return tf.zeros_like(value), None
-            total = dys[0] if len(dys) == 1 else _sum_in_float32(*dys)
-            return tf.cast(total, value.dtype), None
+    return join("AlbertFanOut",
+                 lambda value, cast_value: [tf.identity(cast_value)] * count,
+                 _fan_out_gradient, [value, cast_value])
 
-        return [tf.identity(cast_value) for _ in range(count)], grad
 
-    return list(fn(value, cast_value))
+def _fan_out_gradient(args, outputs, dys):
+    del outputs
+    value = args[0]
+    dys = [dy for dy in dys if dy is not None]
+    if not dys:
+        return tf.zeros_like(value), None
+    total = dys[0] if len(dys) == 1 else _sum_in_float32(*dys)
+    return tf.cast(total, value.dtype), None
 
 
 @contextlib.contextmanager

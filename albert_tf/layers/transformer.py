@@ -11,7 +11,6 @@ D head width (H / N), I intermediate width.
 import math
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from albert_tf.layers import activations
