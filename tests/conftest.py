@@ -26,6 +26,23 @@ _GROUP_OF = {name: group for group, names in XDIST_GROUPS.items()
              for name in names}
 
 
+# --- Garbage collection ---
+def pytest_collection_finish(session):
+    """Moves what the test modules imported (TensorFlow, Keras, this
+    package: about 400,000 objects) out of the garbage collector's reach.
+
+    A full collection walks every live object, and the tests' traces
+    trigger dozens of them: in one process over five of the heaviest test
+    modules, the collector's time fell from 14.5 s to 9.6 s. Only what is
+    alive now is frozen, and never freed: modules and their constants.
+    """
+    del session
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 # --- XLA in the tests ---
 # The tests compile many small XLA programs and run each for a few steps, so
 # LLVM's backend optimizations cost more time than they save (about a
@@ -578,3 +595,4 @@ def beam_test_urls():
     # Beam finds file systems among the live subclasses: keep this one alive.
     to_url.file_system = _BeamTestFileSystem
     return to_url
+
