@@ -51,7 +51,8 @@ def _uses_fused_kernel(names):
 @pytest.fixture(params=["float32", "mixed_bfloat16"])
 def model(request):
     config = AlbertConfig.from_preset("tiny", hidden_dropout_prob=0.0,
-                                      attention_probs_dropout_prob=0.0)
+                                      attention_probs_dropout_prob=0.0,
+                                      num_hidden_layers=2)
     model = AlbertPretrainer(config, dtype=request.param)
     model(_batch(config))
     yield model
@@ -76,7 +77,7 @@ def test_keras_jit_compiled_fit_traces_no_fused_kernel():
         seen.append((training, kernels.in_xla_context(), result))
         return result
 
-    config = AlbertConfig.from_preset("tiny")
+    config = AlbertConfig.from_preset("tiny", num_hidden_layers=2)
     model = AlbertPretrainer(config)
     batch = _batch(config)
     kernels.use_fused = spy

@@ -32,7 +32,7 @@ def _corpus(n=48):
 
 
 def _masked_lm(spm_model, seq_length=32, **kwargs):
-    config = AlbertConfig.from_preset("tiny", vocab_size=48,
+    config = AlbertConfig.from_preset("tiny", vocab_size=48, num_hidden_layers=2,
                                       hidden_dropout_prob=0.0,
                                       attention_probs_dropout_prob=0.0)
     return AlbertMaskedLM(AlbertEncoder(config), spm_model=spm_model,
