@@ -595,4 +595,3 @@ def beam_test_urls():
     # Beam finds file systems among the live subclasses: keep this one alive.
     to_url.file_system = _BeamTestFileSystem
     return to_url
-

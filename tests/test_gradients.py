@@ -2,6 +2,7 @@
 differentiating, a SavedModel, and lets go of the traced graph."""
 
 import gc
+import json
 import subprocess
 import sys
 import textwrap
@@ -63,14 +64,14 @@ def test_a_taped_trace_is_freed_with_its_function():
 
 
 _LOAD = textwrap.dedent("""
-    import sys
+    import json, sys
     import tensorflow as tf
     model = tf.saved_model.load(sys.argv[1])
     x = tf.constant([1.0, -2.0, 0.5])
     with tf.GradientTape() as tape:
         tape.watch(x)
         y = tf.reduce_sum(model.square(x))
-    print(tape.gradient(y, x).numpy().tolist())
+    print(json.dumps(tape.gradient(y, x).numpy().tolist()))
 """)
 
 
@@ -86,5 +87,5 @@ def test_a_saved_model_keeps_the_gradient_in_a_process_without_this_package(
     done = subprocess.run([sys.executable, "-c", _LOAD, str(tmp_path)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    np.testing.assert_allclose(eval(done.stdout.strip().splitlines()[-1]),
+    np.testing.assert_allclose(json.loads(done.stdout.strip().splitlines()[-1]),
                                3.0 * X.numpy())

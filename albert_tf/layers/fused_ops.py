@@ -6,9 +6,9 @@ back: the backward of bias + GELU is about a dozen passes over the `[B*T, I]`
 activations, and bias + residual + LayerNorm another dozen over `[B*T, H]`.
 Here the forward and the backward of each formula are one XLA-compiled
 function each (a single fused loop, float32 arithmetic inside, inputs and
-outputs in the caller's dtype), joined by `gradients.join`. The values are those of
-the plain formulas up to float32 rounding; bias gradients are summed in
-float32.
+outputs in the caller's dtype), joined by `gradients.join`. The values are
+those of the plain formulas up to float32 rounding; bias gradients are summed
+in float32.
 
 When these kernels run is decided in one place, `albert_tf.layers.kernels`
 (`use_fused`): the training step on a CPU outside XLA. XLA compiles a kernel
@@ -84,8 +84,8 @@ def bias_gelu(x, bias):
         `[M, I]` in `x`'s dtype.
     """
     return join("AlbertBiasGelu", lambda *args: [_bias_gelu_forward(*args)],
-                 _bias_gelu_gradient,
-                 [tf.convert_to_tensor(x), tf.convert_to_tensor(bias)])[0]
+                _bias_gelu_gradient,
+                [tf.convert_to_tensor(x), tf.convert_to_tensor(bias)])[0]
 
 
 def _row_sum(x, scale=1.0):
@@ -135,6 +135,7 @@ def _layer_norm_backward(h, bias, residual, gamma, epsilon, dy):
 
 
 def _residual_layer_norm_gradient(epsilon, with_bias):
+    """The gradient of `residual_layer_norm` with these parameters."""
     def gradient(args, outputs, dys):
         del outputs
         h, residual, gamma = args[:3]
@@ -147,9 +148,6 @@ def _residual_layer_norm_gradient(epsilon, with_bias):
         return grads + [d_bias] if with_bias else grads
 
     return gradient
-
-
-_LAYER_NORM_GRADIENTS = {}
 
 
 def residual_layer_norm(h, residual, gamma, beta, epsilon, bias=None):
@@ -165,18 +163,17 @@ def residual_layer_norm(h, residual, gamma, beta, epsilon, bias=None):
     Returns:
         `[M, H]` in `h`'s dtype.
     """
-    key = (float(epsilon), bias is not None)
-    if key not in _LAYER_NORM_GRADIENTS:
-        _LAYER_NORM_GRADIENTS[key] = _residual_layer_norm_gradient(*key)
+    epsilon, with_bias = float(epsilon), bias is not None
     args = [tf.convert_to_tensor(v) for v in (h, residual, gamma, beta)]
-    if bias is not None:
+    if with_bias:
         args.append(tf.convert_to_tensor(bias))
 
     def forward(h, residual, gamma, beta, bias=None):
-        return [_layer_norm_forward(h, bias, residual, gamma, beta, key[0])]
+        return [_layer_norm_forward(h, bias, residual, gamma, beta, epsilon)]
 
-    return join("AlbertResidualLayerNorm_%r_%s" % key, forward,
-                 _LAYER_NORM_GRADIENTS[key], args)[0]
+    # The gradient's name carries its parameters: one registration each.
+    return join("AlbertResidualLayerNorm_%r_%s" % (epsilon, with_bias), forward,
+                _residual_layer_norm_gradient(epsilon, with_bias), args)[0]
 
 
 @tf.function(jit_compile=True, autograph=False)
@@ -211,8 +208,8 @@ def masked_softmax(scores, penalty, scale=1.0):
         return _masked_softmax_backward(outputs[0], dys[0], scale), None
 
     return join("AlbertMaskedSoftmax_%r" % scale,
-                 lambda s, p: [_masked_softmax_forward(s, p, scale)], gradient,
-                 [tf.convert_to_tensor(scores), tf.convert_to_tensor(penalty)])[0]
+                lambda s, p: [_masked_softmax_forward(s, p, scale)], gradient,
+                [tf.convert_to_tensor(scores), tf.convert_to_tensor(penalty)])[0]
 
 
 _CACHE = threading.local()
@@ -231,8 +228,8 @@ def _fan_out(value, cast_value, count):
     """
 
     return join("AlbertFanOut",
-                 lambda value, cast_value: [tf.identity(cast_value)] * count,
-                 _fan_out_gradient, [value, cast_value])
+                lambda value, cast_value: [tf.identity(cast_value)] * count,
+                _fan_out_gradient, [value, cast_value])
 
 
 def _fan_out_gradient(args, outputs, dys):
