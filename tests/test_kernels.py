@@ -77,7 +77,7 @@ def test_keras_jit_compiled_fit_traces_no_fused_kernel():
         seen.append((training, kernels.in_xla_context(), result))
         return result
 
-    config = AlbertConfig.from_preset("tiny", num_hidden_layers=2)
+    config = AlbertConfig.from_preset("tiny", num_hidden_layers=1)
     model = AlbertPretrainer(config)
     batch = _batch(config)
     kernels.use_fused = spy

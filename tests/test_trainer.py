@@ -4,6 +4,7 @@ evaluation-only runs find their checkpoints."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -119,12 +120,23 @@ def test_two_mirrored_replicas_equal_one_device_for_every_job(tmp_path):
         assert abs(result["slot_ratio"] - 1.0) < 1e-3, (job, result)
 
 
-def _healthy_run(tmp_path, keep=2):
-    data = t.write_records(str(tmp_path / "data.tfrecord"), 40)
-    out = str(tmp_path / "out")
+@pytest.fixture(scope="module")
+def healthy_run(tmp_path_factory):
+    """Records and a finished 4-step run (`ckpt-2`, `ckpt-4`), made once."""
+    root = tmp_path_factory.mktemp("healthy")
+    data = t.write_records(str(root / "data.tfrecord"), 40)
+    out = str(root / "out")
     pretraining.run_pretraining(t.options(
-        data, out, num_train_steps=4, keep_checkpoint_max=keep))
+        data, out, num_train_steps=4, keep_checkpoint_max=2))
     return data, out
+
+
+def _healthy_run(healthy_run, tmp_path):
+    """A copy of `healthy_run`'s output folder, for a test to run on."""
+    data, out = healthy_run
+    copy = str(tmp_path / "out")
+    shutil.copytree(out, copy)
+    return data, copy
 
 
 def _all_finite(path):
@@ -134,8 +146,9 @@ def _all_finite(path):
                for k in dtypes if dtypes[k].is_floating)
 
 
-def test_diverging_resumed_run_stops_and_keeps_the_good_checkpoints(tmp_path):
-    data, out = _healthy_run(tmp_path)
+def test_diverging_resumed_run_stops_and_keeps_the_good_checkpoints(
+        healthy_run, tmp_path):
+    data, out = _healthy_run(healthy_run, tmp_path)
     before = sorted(os.listdir(out))
     with pytest.raises(TrainingDivergedError,
                        match=r"Training diverged at step \d+: .*ckpt-4, is kept"):
@@ -149,8 +162,9 @@ def test_diverging_resumed_run_stops_and_keeps_the_good_checkpoints(tmp_path):
 
 
 @pytest.mark.slow
-def test_diverging_cli_run_says_one_line_and_exits_nonzero(tmp_path):
-    data, out = _healthy_run(tmp_path)
+def test_diverging_cli_run_says_one_line_and_exits_nonzero(healthy_run,
+                                                           tmp_path):
+    data, out = _healthy_run(healthy_run, tmp_path)
     config = os.path.join(out, "albert_config.json")
     done = subprocess.run(
         [sys.executable, "-m", "albert_tf.run_pretraining",
@@ -169,8 +183,9 @@ def test_diverging_cli_run_says_one_line_and_exits_nonzero(tmp_path):
     assert tf.train.latest_checkpoint(out).endswith("ckpt-4")
 
 
-def test_resuming_with_another_config_is_refused_with_the_difference(tmp_path):
-    data, out = _healthy_run(tmp_path)
+def test_resuming_with_another_config_is_refused_with_the_difference(
+        healthy_run, tmp_path):
+    data, out = _healthy_run(healthy_run, tmp_path)
     saved = open(os.path.join(out, "albert_config.json")).read()
     other = dict(t.TINY, num_hidden_layers=6)
     from albert_tf import AlbertConfig
@@ -205,12 +220,10 @@ def test_eval_batch_larger_than_the_eval_set_is_refused(tmp_path):
 
 
 def test_a_full_disk_while_saving_is_one_line_and_keeps_the_checkpoints(
-        tmp_path):
+        healthy_run, tmp_path):
     """A real full file system (a small tmpfs): the first checkpoint fits,
     the next does not."""
-    data = t.write_records(str(tmp_path / "data.tfrecord"), 40)
-    probe = str(tmp_path / "probe")
-    pretraining.run_pretraining(t.options(data, probe, num_train_steps=2))
+    data, probe = healthy_run
     size = sum(os.path.getsize(os.path.join(probe, f))
                for f in os.listdir(probe) if f.startswith("ckpt-2"))
     mount = tmp_path / "small"
