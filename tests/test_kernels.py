@@ -53,6 +53,10 @@ def model(request):
     config = AlbertConfig.from_preset("tiny", hidden_dropout_prob=0.0,
                                       attention_probs_dropout_prob=0.0,
                                       num_hidden_layers=2)
+    # Seeded: the bfloat16 comparison's margin depends on the draw (the
+    # largest difference over the largest gradient, over 12 seeds: 0.005-0.024,
+    # against 0.03 allowed; unseeded, one CI run drew 0.0301).
+    keras.utils.set_random_seed(0)
     model = AlbertPretrainer(config, dtype=request.param)
     model(_batch(config))
     yield model
