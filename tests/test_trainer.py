@@ -131,8 +131,9 @@ def healthy_run(tmp_path_factory):
     return data, out
 
 
-def _healthy_run(healthy_run, tmp_path):
-    """A copy of `healthy_run`'s output folder, for a test to run on."""
+@pytest.fixture
+def healthy_copy(healthy_run, tmp_path):
+    """`healthy_run`'s records and a copy of its output folder to run on."""
     data, out = healthy_run
     copy = str(tmp_path / "out")
     shutil.copytree(out, copy)
@@ -147,8 +148,8 @@ def _all_finite(path):
 
 
 def test_diverging_resumed_run_stops_and_keeps_the_good_checkpoints(
-        healthy_run, tmp_path):
-    data, out = _healthy_run(healthy_run, tmp_path)
+        healthy_copy):
+    data, out = healthy_copy
     before = sorted(os.listdir(out))
     with pytest.raises(TrainingDivergedError,
                        match=r"Training diverged at step \d+: .*ckpt-4, is kept"):
@@ -162,9 +163,8 @@ def test_diverging_resumed_run_stops_and_keeps_the_good_checkpoints(
 
 
 @pytest.mark.slow
-def test_diverging_cli_run_says_one_line_and_exits_nonzero(healthy_run,
-                                                           tmp_path):
-    data, out = _healthy_run(healthy_run, tmp_path)
+def test_diverging_cli_run_says_one_line_and_exits_nonzero(healthy_copy):
+    data, out = healthy_copy
     config = os.path.join(out, "albert_config.json")
     done = subprocess.run(
         [sys.executable, "-m", "albert_tf.run_pretraining",
@@ -184,8 +184,8 @@ def test_diverging_cli_run_says_one_line_and_exits_nonzero(healthy_run,
 
 
 def test_resuming_with_another_config_is_refused_with_the_difference(
-        healthy_run, tmp_path):
-    data, out = _healthy_run(healthy_run, tmp_path)
+        healthy_copy):
+    data, out = healthy_copy
     saved = open(os.path.join(out, "albert_config.json")).read()
     other = dict(t.TINY, num_hidden_layers=6)
     from albert_tf import AlbertConfig
