@@ -21,8 +21,9 @@ XDIST_GROUPS = {
     # builtin_quickstart: the main job's run on the built-in corpus.
     "builtin_quickstart": ("test_finetune_transfer.py",
                            "test_pretraining_real_text.py"),
-    # test_trainer's healthy run, made once.
-    "trainer": ("test_trainer.py",),
+    # short_pretraining_run: one driver run whose folder and log they read.
+    "short_pretraining_run": ("test_trainer.py", "test_memory.py",
+                              "test_progress.py", "test_compile_choice.py"),
     # Module-scoped fixtures of masking statistics (one per option set, each
     # masking thousands of records with both maskers).
     "masking": ("test_masking.py",),
@@ -134,6 +135,43 @@ def builtin_quickstart(tmp_path_factory):
     print("main job on the built-in corpus: %.0f s" % (time.time() - start))
     with open(os.path.join(output_dir, "report.json")) as f:
         return json.load(f)
+
+# --- One short pretraining run (tests/test_{trainer,memory,progress,compile_choice}.py) ---
+
+@pytest.fixture(scope="session")
+def short_pretraining_run(tmp_path_factory):
+    """A finished 4-step pretraining run on 40 random records, as the
+    driver's library entry `run_pretraining` makes it (checkpoints 2 and 4,
+    `jit_compile` left to "auto", not on a terminal), made once.
+
+    Returns:
+        A `types.SimpleNamespace` with `data` (the records), `out` (the
+        output folder: tests that write there copy it first), `report`
+        (what `run_pretraining` returned) and `lines` (the absl info lines
+        it logged).
+    """
+    import types
+
+    from absl import logging
+
+    from albert_tf.training import pretraining
+    from data_prep import progress
+    from tests import test_pretraining as t
+
+    root = tmp_path_factory.mktemp("short_run")
+    data = t.write_records(str(root / "data.tfrecord"), 40)
+    out = str(root / "out")
+    lines = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(logging, "info", lambda msg, *args: lines.append(
+            msg % args if args else msg))
+        patch.setattr(progress, "interactive", lambda stream=None: False)
+        report = pretraining.run_pretraining(t.options(
+            data, out, num_train_steps=4, keep_checkpoint_max=2,
+            jit_compile=None))
+    return types.SimpleNamespace(data=data, out=out, report=report,
+                                 lines=lines)
+
 
 # --- Checkpoint conversion (tests/test_convert_*.py, tests/test_pretrained.py) ---
 

@@ -92,12 +92,21 @@ def test_auto_times_real_steps_both_ways_and_remembers(tmp_path, monkeypatch):
     assert set(resumed._train_loops) == {record["jit_compile"]}
 
 
-def test_explicit_and_short_runs_time_nothing(tmp_path):
+def test_a_short_run_times_nothing(short_pretraining_run):
+    # 4 steps, "auto": under MIN_STEPS, so the CPU rule (no XLA), untimed.
+    assert short_pretraining_run.report["train"]["step"] == 4
+    assert [l for l in short_pretraining_run.lines
+            if l.startswith("jit_compile=")] == [
+        "jit_compile=auto: False (device rule; the run is too short or "
+        "spread over workers to time both ways)."]
+    assert not os.path.exists(os.path.join(short_pretraining_run.out,
+                                           compile_choice.CHOICE_FILE))
+
+
+def test_an_explicit_choice_times_nothing(tmp_path):
     data = t.write_records(str(tmp_path / "train.tfrecord"), 16)
-    for value in (None, False):
-        out = str(tmp_path / f"out_{value}")
-        runner = t.trainer(t.options(data, out, jit_compile=value))
-        runner.train()
-        # 4 steps: under MIN_STEPS, so "auto" takes the CPU rule (no XLA).
-        assert set(runner._train_loops) == {False}
-        assert not os.path.exists(os.path.join(out, compile_choice.CHOICE_FILE))
+    out = str(tmp_path / "out")
+    runner = t.trainer(t.options(data, out, jit_compile=False))
+    runner.train()
+    assert set(runner._train_loops) == {False}
+    assert not os.path.exists(os.path.join(out, compile_choice.CHOICE_FILE))

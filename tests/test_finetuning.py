@@ -2,6 +2,7 @@
 (`albert_apps.quickstart.finetuning`)."""
 
 import numpy as np
+import pytest
 
 from albert_tf import AlbertConfig
 from albert_tf.models.encoder import AlbertEncoder
@@ -32,6 +33,9 @@ def _encoder(seed):
     return encoder
 
 
+# Four fine-tuning runs on two compiled models: with the slow tests (the
+# main job's own runs are there too, tests/test_quickstart.py).
+@pytest.mark.slow
 def test_each_run_starts_afresh_and_a_reused_model_matches_a_new_one():
     rng = np.random.default_rng(0)
     train = _data(rng, 64)

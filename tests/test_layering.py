@@ -144,7 +144,54 @@ def test_importing_a_public_name_loads_only_what_it_needs(name, absent):
     assert not [m for m in loaded if m == absent or m.startswith(absent + ".")]
 
 
-def test_every_public_name_resolves():
-    names = _fresh("import albert_tf\nfor n in albert_tf.__all__:\n"
-                   "    getattr(albert_tf, n)\nprint(' '.join(albert_tf.__all__))")
-    assert {"AlbertConfig", "AlbertEncoder", "load_pretrained"} <= set(names)
+# One fresh process: every public name resolves from a bare `import
+# albert_tf`; then every library module is imported, and none may define an
+# absl flag at import (tests import library modules next to each other and
+# next to programs: only programs define flags).
+_EVERY_NAME_AND_MODULE = """
+import importlib, pkgutil
+import albert_tf
+for n in albert_tf.__all__:
+    getattr(albert_tf, n)
+print("names", " ".join(albert_tf.__all__))
+from absl import flags
+for package in ("albert_tf", "data_prep", "export"):
+    root = importlib.import_module(package)
+    for info in pkgutil.walk_packages(root.__path__, package + "."):
+        spec = importlib.util.find_spec(info.name)
+        source = open(spec.origin, encoding="utf-8").read()
+        if "app.run(" in source:
+            continue  # a program that defines flags at import
+        importlib.import_module(info.name)
+        print("module", info.name)
+print("flags", " ".join(m for m in flags.FLAGS.flags_by_module_dict()
+                        if any(p in m for p in ("albert_tf", "data_prep",
+                                                "export"))))
+"""
+
+
+@pytest.fixture(scope="module")
+def every_name_and_module():
+    """What `_EVERY_NAME_AND_MODULE` printed: {"names": [...], "module":
+    [...], "flags": [...]}."""
+    done = subprocess.run([sys.executable, "-c", _EVERY_NAME_AND_MODULE],
+                          cwd=REPO, capture_output=True, text=True,
+                          timeout=600, env=dict(os.environ, PYTHONPATH=REPO))
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = {"names": [], "module": [], "flags": []}
+    for line in done.stdout.splitlines():
+        key, _, rest = line.partition(" ")
+        printed[key] += rest.split()
+    return printed
+
+
+def test_every_public_name_resolves(every_name_and_module):
+    assert {"AlbertConfig", "AlbertEncoder", "load_pretrained"} <= set(
+        every_name_and_module["names"])
+
+
+def test_library_modules_define_no_flags(every_name_and_module):
+    # Programs were skipped, library modules imported: many of them.
+    assert "albert_tf.training.trainer" in every_name_and_module["module"]
+    assert "export.exporter" in every_name_and_module["module"]
+    assert every_name_and_module["flags"] == []

@@ -1,11 +1,7 @@
 """The memory estimate printed at the start of training."""
 
-from absl import logging
-import pytest
-
 from albert_tf import AlbertConfig
 from albert_tf.training import memory
-from tests import test_pretraining as t
 
 
 def _estimate(preset="albert_base_v2", **kwargs):
@@ -46,12 +42,8 @@ def test_xxlarge_at_seq_512_is_estimated_near_the_measured_peak():
     assert 14 < numbers["total"] / memory.GIB < 24
 
 
-def test_training_logs_the_estimate(tmp_path, monkeypatch):
-    lines = []
-    monkeypatch.setattr(logging, "info", lambda msg, *args: lines.append(
-        msg % args if args else msg))
-    data = t.write_records(str(tmp_path / "train.tfrecord"), 16)
-    t.trainer(t.options(data, str(tmp_path / "out"), num_train_steps=1)).train()
+def test_training_logs_the_estimate(short_pretraining_run):
+    lines = short_pretraining_run.lines
     line = next(l for l in lines if l.startswith("Memory estimate"))
     for part in ("parameters", "optimizer", "shared kernels", "activations",
                  "per example x 8"):

@@ -78,10 +78,12 @@ def read_scalars(directory, tag):
 
 
 def test_jit_compiled_step_under_mixed_bfloat16(tmp_path):
+    # Under OneDeviceStrategy, the driver's default on one CPU or GPU: the
+    # whole step, optimizer included, is one XLA program.
     data = write_records(str(tmp_path / "data.tfrecord"), 32)
     runner = trainer(options(
         data, str(tmp_path / "out"), dtype="bfloat16", jit_compile=True,
-        config=ONE_LAYER))
+        config=ONE_LAYER), tf.distribute.OneDeviceStrategy("/cpu:0"))
     assert runner.model.encoder.embedding.compute_dtype == "bfloat16"
     assert all(v.dtype == "float32" for v in runner.model.trainable_variables)
     before = [v.numpy() for v in runner.model.trainable_variables]
@@ -98,6 +100,9 @@ def test_jit_compiled_step_under_mixed_bfloat16(tmp_path):
 
 
 
+# Two XLA compiles of the step: with the slow tests. The default set compiles
+# the OneDeviceStrategy step once (test_jit_compiled_step_under_mixed_bfloat16).
+@pytest.mark.slow
 def test_one_device_strategy_xla_step_matches_default_strategy(tmp_path):
     """The optimizer update inside the replica step under OneDeviceStrategy
     (the driver's CPU default) gives the default strategy's weights."""
@@ -221,9 +226,10 @@ def test_max_train_seconds_stops_saves_and_resumes(tmp_path, monkeypatch):
         data, out, num_train_steps=8, save_checkpoints_steps=4,
         iterations_per_loop=1, max_train_seconds=10, do_eval=True))
     loop = None
+    seconds_per_loop = [4.0]
 
     def timed_loop(iterator, num_steps):
-        clock[0] += 4.0  # Each loop "takes" 4 seconds.
+        clock[0] += seconds_per_loop[0]  # Each loop "takes" 4 seconds.
         return loop(iterator, num_steps)
 
     loop = runner._compiled()[0]
@@ -234,11 +240,14 @@ def test_max_train_seconds_stops_saves_and_resumes(tmp_path, monkeypatch):
     assert tf.train.latest_checkpoint(out).endswith("ckpt-3")
     assert [r["checkpoint"] for r in train_lib.read_eval_results(
         os.path.join(out, "eval_results.txt"))] == ["ckpt-3"]
-    # A later run resumes from it and finishes without a limit.
-    monkeypatch.undo()
-    report = train_lib.run_pretraining(options(
-        data, out, num_train_steps=8, save_checkpoints_steps=4))
-    assert report["train"]["step"] == 8 and not report["train"]["timed_out"]
+    # A later run resumes from it, and its own 10 s are not spent. (A new
+    # process resuming the directory: test_train_resume_eval_and_summaries,
+    # with the slow tests.)
+    seconds_per_loop[0] = 0.0
+    result = runner.train()
+    assert result["step"] == 8 and not result["timed_out"]
+    assert [h[0] for h in result["history"]] == [4, 5, 6, 7, 8]
+    assert tf.train.latest_checkpoint(out).endswith("ckpt-8")
 
 
 def test_invalid_options(tmp_path):

@@ -72,29 +72,6 @@ def test_masked_token_baseline_counts_weighted_ids(tmp_path):
     assert (token, total) == (7, 4) and accuracy == pytest.approx(0.75)
 
 
-def test_library_modules_define_no_flags():
-    # Tests import the quickstart (and every library module) next to each
-    # other and next to CLIs: only programs may define absl flags at import.
-    code = (
-        "import importlib, inspect, pkgutil\n"
-        "from absl import flags\n"
-        "for package in ('albert_tf', 'data_prep', 'export'):\n"
-        "    root = importlib.import_module(package)\n"
-        "    for info in pkgutil.walk_packages(root.__path__, package + '.'):\n"
-        "        spec = importlib.util.find_spec(info.name)\n"
-        "        source = open(spec.origin, encoding='utf-8').read()\n"
-        "        if 'app.run(' in source:\n"
-        "            continue  # a program that defines flags at import\n"
-        "        importlib.import_module(info.name)\n"
-        "ours = [m for m in flags.FLAGS.flags_by_module_dict()\n"
-        "        if any(p in m for p in ('albert_tf', 'data_prep', 'export'))]\n"
-        "print('defined by', ours)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                          text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "defined by []" in done.stdout, done.stdout
-
-
 def test_command_line_flags():
     done = subprocess.run(
         [sys.executable, "-m", "albert_apps.quickstart", "--helpfull"],

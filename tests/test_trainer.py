@@ -120,15 +120,13 @@ def test_two_mirrored_replicas_equal_one_device_for_every_job(tmp_path):
         assert abs(result["slot_ratio"] - 1.0) < 1e-3, (job, result)
 
 
-@pytest.fixture(scope="module")
-def healthy_run(tmp_path_factory):
-    """Records and a finished 4-step run (`ckpt-2`, `ckpt-4`), made once."""
-    root = tmp_path_factory.mktemp("healthy")
-    data = t.write_records(str(root / "data.tfrecord"), 40)
-    out = str(root / "out")
-    pretraining.run_pretraining(t.options(
-        data, out, num_train_steps=4, keep_checkpoint_max=2))
-    return data, out
+@pytest.fixture
+def healthy_run(short_pretraining_run):
+    """Records and a finished 4-step run (`ckpt-2`, `ckpt-4`; not to write
+    to), made once per session."""
+    assert tf.train.latest_checkpoint(short_pretraining_run.out).endswith(
+        "ckpt-4")
+    return short_pretraining_run.data, short_pretraining_run.out
 
 
 @pytest.fixture
