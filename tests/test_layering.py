@@ -125,22 +125,40 @@ def test_the_check_catches_a_back_import(tmp_path, monkeypatch):
                                "albert_tf.training.trainer")]
 
 
-def _fresh(code):
+def _fresh_lines(code):
+    """The lines `code` prints in a new interpreter."""
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO,
-                          capture_output=True, text=True, timeout=120,
+                          capture_output=True, text=True, timeout=600,
                           env=dict(os.environ, PYTHONPATH=REPO))
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout.split()
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.splitlines()
 
 
-@pytest.mark.parametrize("name,absent", [
+# Each public name, and a package it must not load. One fresh process takes
+# them in this order, each needing more than the one before, and prints the
+# modules loaded so far after each.
+_NEEDS = [
     ("AlbertConfig", "tensorflow"),
     ("AlbertEncoder", "albert_tf.convert"),
     ("AlbertPretrainer", "albert_tf.training"),
-])
-def test_importing_a_public_name_loads_only_what_it_needs(name, absent):
-    loaded = _fresh(f"import sys, albert_tf\nalbert_tf.{name}\n"
-                    "print(' '.join(sys.modules))")
+]
+
+
+@pytest.fixture(scope="module")
+def loaded_after_each_name():
+    """{public name: the modules loaded once it (and the names before it
+    in `_NEEDS`) had been resolved from a bare `import albert_tf`}."""
+    lines = _fresh_lines("import sys, albert_tf\n" + "".join(
+        f"albert_tf.{name}\nprint(' '.join(sys.modules))\n"
+        for name, _ in _NEEDS))
+    assert len(lines) == len(_NEEDS)
+    return {name: line.split() for (name, _), line in zip(_NEEDS, lines)}
+
+
+@pytest.mark.parametrize("name,absent", _NEEDS)
+def test_importing_a_public_name_loads_only_what_it_needs(
+        loaded_after_each_name, name, absent):
+    loaded = loaded_after_each_name[name]
     assert not [m for m in loaded if m == absent or m.startswith(absent + ".")]
 
 
@@ -174,12 +192,8 @@ print("flags", " ".join(m for m in flags.FLAGS.flags_by_module_dict()
 def every_name_and_module():
     """What `_EVERY_NAME_AND_MODULE` printed: {"names": [...], "module":
     [...], "flags": [...]}."""
-    done = subprocess.run([sys.executable, "-c", _EVERY_NAME_AND_MODULE],
-                          cwd=REPO, capture_output=True, text=True,
-                          timeout=600, env=dict(os.environ, PYTHONPATH=REPO))
-    assert done.returncode == 0, done.stderr[-3000:]
     printed = {"names": [], "module": [], "flags": []}
-    for line in done.stdout.splitlines():
+    for line in _fresh_lines(_EVERY_NAME_AND_MODULE):
         key, _, rest = line.partition(" ")
         printed[key] += rest.split()
     return printed
