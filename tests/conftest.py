@@ -136,6 +136,21 @@ def builtin_quickstart(tmp_path_factory):
     with open(os.path.join(output_dir, "report.json")) as f:
         return json.load(f)
 
+# --- Full-size models, counted (tests/test_{encoder,pretrainer}.py) ---
+
+@pytest.fixture
+def zero_initialized(monkeypatch):
+    """Truncated-normal initializers give zeros: a full-size model's weights
+    take a tenth of the time to make, and counting them needs only their
+    shapes."""
+    import keras
+    from keras.src.initializers import random_initializers
+
+    monkeypatch.setattr(
+        random_initializers.TruncatedNormal, "__call__",
+        lambda self, shape, dtype=None: keras.ops.zeros(shape, dtype=dtype))
+
+
 # --- One short pretraining run (tests/test_{trainer,memory,progress,compile_choice}.py) ---
 
 @pytest.fixture(scope="session")

@@ -41,18 +41,6 @@ def _tiny(**overrides):
     return AlbertConfig.from_preset("tiny", **overrides)
 
 
-@pytest.fixture
-def zero_initialized(monkeypatch):
-    """Truncated-normal initializers give zeros: a full-size model's weights
-    take a tenth of the time to make, and counting them needs only their
-    shapes."""
-    from keras.src.initializers import random_initializers
-
-    monkeypatch.setattr(
-        random_initializers.TruncatedNormal, "__call__",
-        lambda self, shape, dtype=None: keras.ops.zeros(shape, dtype=dtype))
-
-
 @pytest.mark.usefixtures("zero_initialized")
 @pytest.mark.parametrize("preset", sorted(RELEASED_COUNTS))
 def test_released_parameter_counts(preset):

@@ -29,6 +29,7 @@ def _batch(config, batch=2, length=10, predictions=3, seed=0):
     }
 
 
+@pytest.mark.usefixtures("zero_initialized")
 @pytest.mark.parametrize("preset", sorted(HEAD_COUNTS))
 def test_head_parameter_counts(preset):
     model = AlbertPretrainer(AlbertConfig.from_preset(preset))
