@@ -27,6 +27,13 @@ XDIST_GROUPS = {
     # Module-scoped fixtures of masking statistics (one per option set, each
     # masking thousands of records with both maskers).
     "masking": ("test_masking.py",),
+    # Module-scoped fixtures that are a fresh process (the imports), or hold
+    # traced functions the module's tests reuse: on two workers, each would
+    # make them.
+    "layering": ("test_layering.py",),
+    "kernels": ("test_kernels.py",),
+    "masked_lm": ("test_masked_lm.py",),
+    "pipeline": ("test_pipeline.py",),
 }
 _GROUP_OF = {name: group for group, names in XDIST_GROUPS.items()
              for name in names}
