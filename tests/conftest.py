@@ -169,9 +169,11 @@ def short_pretraining_run(tmp_path_factory):
     Returns:
         A `types.SimpleNamespace` with `data` (the records), `out` (the
         output folder: tests that write there copy it first), `report`
-        (what `run_pretraining` returned) and `lines` (the absl info lines
-        it logged).
+        (what `run_pretraining` returned), `lines` (the absl info lines
+        it logged) and `stderr` (what it wrote to `sys.stderr`).
     """
+    import contextlib
+    import io
     import types
 
     from absl import logging
@@ -184,7 +186,8 @@ def short_pretraining_run(tmp_path_factory):
     data = t.write_records(str(root / "data.tfrecord"), 40)
     out = str(root / "out")
     lines = []
-    with pytest.MonkeyPatch.context() as patch:
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stderr(
+            io.StringIO()) as stderr:
         patch.setattr(logging, "info", lambda msg, *args: lines.append(
             msg % args if args else msg))
         patch.setattr(progress, "interactive", lambda stream=None: False)
@@ -192,7 +195,7 @@ def short_pretraining_run(tmp_path_factory):
             data, out, num_train_steps=4, keep_checkpoint_max=2,
             jit_compile=None))
     return types.SimpleNamespace(data=data, out=out, report=report,
-                                 lines=lines)
+                                 lines=lines, stderr=stderr.getvalue())
 
 
 # --- Checkpoint conversion (tests/test_convert_*.py, tests/test_pretrained.py) ---

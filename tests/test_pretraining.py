@@ -229,7 +229,7 @@ def test_max_train_seconds_stops_saves_and_resumes(tmp_path, monkeypatch):
     seconds_per_loop = [4.0]
 
     def timed_loop(iterator, num_steps):
-        clock[0] += seconds_per_loop[0]  # Each loop "takes" 4 seconds.
+        clock[0] += seconds_per_loop[0]  # 4 s a loop, until resumed below.
         return loop(iterator, num_steps)
 
     loop = runner._compiled()[0]
