@@ -280,13 +280,18 @@ def bucketed_rows(rows):
 
 def model_runner(fn, compile_with_xla=False):
     """`fn` (encoder inputs -> dict of tensors with the rows first) as an
-    export runs it: as it is, or compiled by XLA on rows padded to
-    `bucketed_rows` (the padding rows' outputs are dropped).
+    export runs it: as one `tf.function`, or compiled by XLA on rows padded
+    to `bucketed_rows` (the padding rows' outputs are dropped).
 
+    Either way every call site of the export (each signature, each length
+    group) calls one trace of `fn` (per input shape), not a copy of it.
     The result keeps `fn.sequence_keys` (see `run_by_length`).
     """
+    sequence_keys = tuple(getattr(fn, "sequence_keys", ()))
     if not compile_with_xla:
-        return fn
+        shared = tf.function(fn, autograph=False)
+        shared.sequence_keys = sequence_keys
+        return shared
     compiled = tf.function(fn, jit_compile=True, autograph=False)
 
     def run(inputs):
@@ -296,7 +301,7 @@ def model_runner(fn, compile_with_xla=False):
                   for key, value in inputs.items()}
         return {key: value[:rows] for key, value in compiled(padded).items()}
 
-    run.sequence_keys = tuple(getattr(fn, "sequence_keys", ()))
+    run.sequence_keys = sequence_keys
     return run
 
 
@@ -407,14 +412,21 @@ def build_encoder_model(encoder, assets=None):
         `(root, signatures)` for `tf.saved_model.save`.
     """
 
-    def call(inputs, training):
-        return _with_default(_encoder_outputs(encoder, inputs, training))
+    # The encoder is traced once per mode; `__call__` and the signature
+    # call these two functions.
+    def encoder_function(training):
+        return tf.function(
+            lambda inputs: _with_default(
+                _encoder_outputs(encoder, inputs, training)),
+            input_signature=[_ENCODER_SPEC], autograph=False)
+
+    serve, serve_training = encoder_function(False), encoder_function(True)
 
     class EncoderRoot(tf.__internal__.tracking.AutoTrackable):
 
         @tf.function(autograph=False)
         def __call__(self, inputs, training=False):
-            return call(inputs, training)
+            return (serve_training if training else serve)(inputs)
 
     root = EncoderRoot()
     root.variables = list(encoder.variables)
@@ -422,19 +434,16 @@ def build_encoder_model(encoder, assets=None):
     root.non_trainable_variables = list(encoder.non_trainable_variables)
     root.regularization_losses = []
     _add_assets(root, assets)
+    root.serve = serve
+    root.serve_training = serve_training
     for training in (False, True):
         root.__call__.get_concrete_function(_ENCODER_SPEC, training)
-    root.serve = tf.function(lambda inputs: call(inputs, False),
-                             input_signature=[_ENCODER_SPEC], autograph=False)
-    root.serve_training = tf.function(lambda inputs: call(inputs, True),
-                                      input_signature=[_ENCODER_SPEC],
-                                      autograph=False)
 
     @tf.function(autograph=False, input_signature=[_IDS, _IDS, _IDS])
     def serving_default(input_word_ids, input_mask, input_type_ids):
-        outputs = call({"input_word_ids": input_word_ids,
-                        "input_mask": input_mask,
-                        "input_type_ids": input_type_ids}, False)
+        outputs = serve({"input_word_ids": input_word_ids,
+                         "input_mask": input_mask,
+                         "input_type_ids": input_type_ids})
         return {key: outputs[key]
                 for key in ("pooled_output", "sequence_output", "default")}
 
@@ -514,8 +523,4 @@ def build_preprocessor_model(preprocessor, assets=None):
     root.bert_pack_inputs = _PackInputs(preprocessor)
     _add_assets(root, assets)
 
-    @tf.function(autograph=False, input_signature=[_STRINGS])
-    def serving_default(text):
-        return preprocessor.encode(text)
-
-    return root, {"serving_default": serving_default}
+    return root, {"serving_default": root.__call__}

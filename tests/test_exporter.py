@@ -304,6 +304,33 @@ def test_layout_assets_and_never_overwrite(exported_albert):
                                              "albert")) == [1]
 
 
+def _functions_running_attention(path):
+    """Names of the library functions of a SavedModel that hold attention
+    (batched matmuls: scores and context, two per block), each a trace of
+    the encoder."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    saved_model = saved_model_pb2.SavedModel()
+    with open(os.path.join(path, "saved_model.pb"), "rb") as f:
+        saved_model.ParseFromString(f.read())
+    return [function.signature.name
+            for meta_graph in saved_model.meta_graphs
+            for function in meta_graph.graph_def.library.function
+            if sum(node.op == "BatchMatMulV2"
+                   for node in function.node_def) >= 2]
+
+
+def test_every_signature_calls_one_trace_of_the_encoder(exported_albert):
+    # The text-in model's four signatures (and the length groups inside
+    # them) call one encoder function; the encoder model holds one per mode
+    # (inference, training). A trace per call site made exports slower,
+    # their files larger and their loading slower.
+    assert len(_functions_running_attention(
+        exported_albert.paths["serving"])) == 1
+    assert len(_functions_running_attention(
+        exported_albert.paths["encoder"])) == 2
+
+
 def test_preprocessor_seq_length_past_the_encoder_table_names_the_limit(
         exported_albert):
     import tensorflow_text  # noqa: F401
