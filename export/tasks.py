@@ -147,8 +147,8 @@ def export_classifier(model, spm_model_file, export_dir, labels=None,
 
     root.serve = serve
     root.serve_single = serve_single
-    return _save(root, {"serving_default": serve.get_concrete_function(),
-                        "serving_single": serve_single.get_concrete_function()},
+    return _save(root, {"serving_default": serve,
+                        "serving_single": serve_single},
                  export_dir, model_name, version, spm_model_file, record)
 
 
@@ -346,5 +346,5 @@ def export_span_extractor(model, spm_model_file, export_dir,
         return result
 
     root.serve = serve
-    return _save(root, {"serving_default": serve.get_concrete_function()},
+    return _save(root, {"serving_default": serve},
                  export_dir, model_name, version, spm_model_file, record)

@@ -304,10 +304,9 @@ def test_layout_assets_and_never_overwrite(exported_albert):
                                              "albert")) == [1]
 
 
-def _functions_running_attention(path):
-    """Names of the library functions of a SavedModel that hold attention
-    (batched matmuls: scores and context, two per block), each a trace of
-    the encoder."""
+def _functions_holding(path, op_type, at_least=1):
+    """Names of the library functions of a SavedModel holding `op_type` at
+    least `at_least` times."""
     from tensorflow.core.protobuf import saved_model_pb2
 
     saved_model = saved_model_pb2.SavedModel()
@@ -316,19 +315,23 @@ def _functions_running_attention(path):
     return [function.signature.name
             for meta_graph in saved_model.meta_graphs
             for function in meta_graph.graph_def.library.function
-            if sum(node.op == "BatchMatMulV2"
-                   for node in function.node_def) >= 2]
+            if sum(node.op == op_type
+                   for node in function.node_def) >= at_least]
 
 
-def test_every_signature_calls_one_trace_of_the_encoder(exported_albert):
+def test_every_signature_calls_one_trace_of_the_encoder_and_tokenizer(
+        exported_albert):
     # The text-in model's four signatures (and the length groups inside
-    # them) call one encoder function; the encoder model holds one per mode
-    # (inference, training). A trace per call site made exports slower,
-    # their files larger and their loading slower.
-    assert len(_functions_running_attention(
-        exported_albert.paths["serving"])) == 1
-    assert len(_functions_running_attention(
-        exported_albert.paths["encoder"])) == 2
+    # them) call one encoder function (attention: two batched matmuls per
+    # block); the encoder model holds one per mode (inference, training).
+    # Tokenization is one function too. A trace per call site made exports
+    # slower, their files larger and their loading slower.
+    paths = exported_albert.paths
+    assert len(_functions_holding(paths["serving"], "BatchMatMulV2", 2)) == 1
+    assert len(_functions_holding(paths["encoder"], "BatchMatMulV2", 2)) == 2
+    for kind in ("serving", "preprocessor"):
+        assert len(_functions_holding(
+            paths[kind], "SentencepieceTokenizeOp")) == 1, kind
 
 
 def test_preprocessor_seq_length_past_the_encoder_table_names_the_limit(

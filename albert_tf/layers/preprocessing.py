@@ -265,12 +265,18 @@ class TextPreprocessor(tf.Module):
         self.max_seq_length = int(max_seq_length)
         self.do_lower_case = bool(do_lower_case)
         self.tokenizer = text_lib.make_graph_tokenizer(spm_model_proto)
+        # One trace of the tokenization, which every function that tokenizes
+        # calls (an export's signatures, both segments of a pair): tracing
+        # its ragged ops again at each call site made exports slow.
+        self._tokenize = tf.function(
+            lambda text: text_lib.tokenize_to_ids_graph(
+                self.tokenizer, text, self.do_lower_case),
+            input_signature=[tf.TensorSpec([None], tf.string)],
+            autograph=False)
 
     def tokenize(self, text):
         """Tokenizes a `[B]` string tensor into int32 ragged `[B, (n)]` ids."""
-        text = tf.convert_to_tensor(text, tf.string)
-        return text_lib.tokenize_to_ids_graph(
-            self.tokenizer, text, self.do_lower_case)
+        return self._tokenize(tf.convert_to_tensor(text, tf.string))
 
     def tokenize_with_masks(self, text):
         """Like `tokenize`, with every `[MASK]` in the text as `MASK_ID`."""
