@@ -49,7 +49,9 @@ def test_masks_follow_the_project_rules(model, albert_spm_model):
     rng = np.random.default_rng(0)
     texts = [" ".join(rng.choice(CYCLE, rng.integers(1, 8)))
              for _ in range(300)]
-    mask = tf.function(model.mask_texts)
+    # One trace for every batch size and tag.
+    mask = tf.function(model.mask_texts, input_signature=[
+        tf.TensorSpec([None], tf.string), tf.TensorSpec([], tf.string)])
     inputs, labels, weights = (
         {k: v.numpy() for k, v in x.items()} if isinstance(x, dict)
         else x.numpy() for x in mask(tf.constant(texts), "a"))
