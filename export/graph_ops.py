@@ -16,7 +16,9 @@ import sys
 from tensorflow.core.protobuf import saved_model_pb2
 
 
-def _read_saved_model(path):
+def read_saved_model(path):
+    """The `SavedModel` proto of a SavedModel folder (its graphs, function
+    library and signatures), read without loading the model."""
     import tensorflow as tf
 
     with tf.io.gfile.GFile(path.rstrip("/") + "/saved_model.pb", "rb") as f:
@@ -38,7 +40,7 @@ def op_types(path):
         A sorted list of op type names.
     """
     types = set()
-    for meta_graph in _read_saved_model(path).meta_graphs:
+    for meta_graph in read_saved_model(path).meta_graphs:
         graph = meta_graph.graph_def
         functions = {f.signature.name for f in graph.library.function}
         types.update(node.op for node in graph.node)
@@ -93,7 +95,7 @@ def xla_compiled(path):
     `--xla_cpu_compilation_enabled=true` (TF Serving 2.5 and later).
     Functions no signature reaches (the TF-Hub-style encoder's training-mode
     call, for Python callers) do not count: the server never runs them."""
-    for meta_graph in _read_saved_model(path).meta_graphs:
+    for meta_graph in read_saved_model(path).meta_graphs:
         for function in _signature_functions(meta_graph):
             attr = function.attr.get("_XlaMustCompile")
             if attr is not None and attr.b:

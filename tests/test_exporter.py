@@ -307,13 +307,10 @@ def test_layout_assets_and_never_overwrite(exported_albert):
 def _functions_holding(path, op_type, at_least=1):
     """Names of the library functions of a SavedModel holding `op_type` at
     least `at_least` times."""
-    from tensorflow.core.protobuf import saved_model_pb2
+    from export import graph_ops
 
-    saved_model = saved_model_pb2.SavedModel()
-    with open(os.path.join(path, "saved_model.pb"), "rb") as f:
-        saved_model.ParseFromString(f.read())
     return [function.signature.name
-            for meta_graph in saved_model.meta_graphs
+            for meta_graph in graph_ops.read_saved_model(path).meta_graphs
             for function in meta_graph.graph_def.library.function
             if sum(node.op == op_type
                    for node in function.node_def) >= at_least]

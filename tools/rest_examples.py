@@ -26,7 +26,6 @@ up to a multiple of 8 and capped at `max_seq_length`, with `fixed`
 import base64
 import collections
 import json
-import os
 import sys
 
 MODEL_NAME = "albert"
@@ -151,12 +150,11 @@ def _encode_value(value, name):
 def signature_defaults(saved_model_dir, signature_name):
     """The default input values a SignatureDef holds, as numpy arrays."""
     import tensorflow as tf
-    from tensorflow.core.protobuf import saved_model_pb2
 
-    with tf.io.gfile.GFile(os.path.join(saved_model_dir, "saved_model.pb"),
-                           "rb") as f:
-        saved_model = saved_model_pb2.SavedModel.FromString(f.read())
-    signature = saved_model.meta_graphs[0].signature_def[signature_name]
+    from export import graph_ops
+
+    signature = graph_ops.read_saved_model(
+        saved_model_dir).meta_graphs[0].signature_def[signature_name]
     return {name: tf.make_ndarray(proto)
             for name, proto in signature.defaults.items()}
 
