@@ -143,32 +143,12 @@ _NEEDS = [
     ("AlbertPretrainer", "albert_tf.training"),
 ]
 
-
-@pytest.fixture(scope="module")
-def loaded_after_each_name():
-    """{public name: the modules loaded once it (and the names before it
-    in `_NEEDS`) had been resolved from a bare `import albert_tf`}."""
-    lines = _fresh_lines("import sys, albert_tf\n" + "".join(
-        f"albert_tf.{name}\nprint(' '.join(sys.modules))\n"
-        for name, _ in _NEEDS))
-    assert len(lines) == len(_NEEDS)
-    return {name: line.split() for (name, _), line in zip(_NEEDS, lines)}
-
-
-@pytest.mark.parametrize("name,absent", _NEEDS)
-def test_importing_a_public_name_loads_only_what_it_needs(
-        loaded_after_each_name, name, absent):
-    loaded = loaded_after_each_name[name]
-    assert not [m for m in loaded if m == absent or m.startswith(absent + ".")]
-
-
-# One fresh process: every public name resolves from a bare `import
-# albert_tf`; then every library module is imported, and none may define an
-# absl flag at import (tests import library modules next to each other and
-# next to programs: only programs define flags).
+# Then the same process resolves every public name, and imports every
+# library module: none may define an absl flag at import (tests import
+# library modules next to each other and next to programs: only programs
+# define flags).
 _EVERY_NAME_AND_MODULE = """
 import importlib, pkgutil
-import albert_tf
 for n in albert_tf.__all__:
     getattr(albert_tf, n)
 print("names", " ".join(albert_tf.__all__))
@@ -189,23 +169,42 @@ print("flags", " ".join(m for m in flags.FLAGS.flags_by_module_dict()
 
 
 @pytest.fixture(scope="module")
-def every_name_and_module():
-    """What `_EVERY_NAME_AND_MODULE` printed: {"names": [...], "module":
-    [...], "flags": [...]}."""
+def fresh_process():
+    """What one new interpreter printed, from a bare `import albert_tf`:
+    {"loaded": {public name in `_NEEDS`: the modules loaded once it (and
+    the names before it) had been resolved}, "names": [...], "module":
+    [...], "flags": [...]} (`_EVERY_NAME_AND_MODULE`)."""
+    lines = _fresh_lines("import sys, albert_tf\n" + "".join(
+        f"albert_tf.{name}\nprint('loaded', ' '.join(sys.modules))\n"
+        for name, _ in _NEEDS) + _EVERY_NAME_AND_MODULE)
+    loaded = []
     printed = {"names": [], "module": [], "flags": []}
-    for line in _fresh_lines(_EVERY_NAME_AND_MODULE):
+    for line in lines:
         key, _, rest = line.partition(" ")
-        printed[key] += rest.split()
+        if key == "loaded":
+            loaded.append(rest.split())
+        else:
+            printed[key] += rest.split()
+    assert len(loaded) == len(_NEEDS)
+    printed["loaded"] = {name: modules
+                         for (name, _), modules in zip(_NEEDS, loaded)}
     return printed
 
 
-def test_every_public_name_resolves(every_name_and_module):
+@pytest.mark.parametrize("name,absent", _NEEDS)
+def test_importing_a_public_name_loads_only_what_it_needs(
+        fresh_process, name, absent):
+    loaded = fresh_process["loaded"][name]
+    assert not [m for m in loaded if m == absent or m.startswith(absent + ".")]
+
+
+def test_every_public_name_resolves(fresh_process):
     assert {"AlbertConfig", "AlbertEncoder", "load_pretrained"} <= set(
-        every_name_and_module["names"])
+        fresh_process["names"])
 
 
-def test_library_modules_define_no_flags(every_name_and_module):
+def test_library_modules_define_no_flags(fresh_process):
     # Programs were skipped, library modules imported: many of them.
-    assert "albert_tf.training.trainer" in every_name_and_module["module"]
-    assert "export.exporter" in every_name_and_module["module"]
-    assert every_name_and_module["flags"] == []
+    assert "albert_tf.training.trainer" in fresh_process["module"]
+    assert "export.exporter" in fresh_process["module"]
+    assert fresh_process["flags"] == []
