@@ -1,5 +1,7 @@
 """In-graph tokenization and packing equal their Python twins."""
 
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -60,6 +62,12 @@ def test_masks_bad_bytes_and_empty_batches(preprocessor, spm_model):
     bad = preprocessor.tokenize(tf.constant([b"ka \xff\xfe to", b"\xc3"]))
     assert bad.to_list() == text_lib.tokenize_to_ids(
         spm_model, [b"ka \xff\xfe to", b"\xc3"])
+
+    # One text per row: a lone string or a column is named, not traced.
+    for wrong in (tf.constant("one text"), tf.constant([["a"], ["b"]])):
+        with pytest.raises(ValueError, match=re.escape(
+                "Received shape: %s" % wrong.shape)):
+            preprocessor.tokenize(wrong)
 
     empty = preprocessor.encode(tf.constant([], tf.string))
     assert empty["input_word_ids"].shape == (0, 16)

@@ -275,8 +275,16 @@ class TextPreprocessor(tf.Module):
             autograph=False)
 
     def tokenize(self, text):
-        """Tokenizes a `[B]` string tensor into int32 ragged `[B, (n)]` ids."""
-        return self._tokenize(tf.convert_to_tensor(text, tf.string))
+        """Tokenizes a `[B]` string tensor into int32 ragged `[B, (n)]` ids.
+
+        Raises:
+            ValueError: `text` is not one-dimensional.
+        """
+        text = tf.convert_to_tensor(text, tf.string)
+        if text.shape.rank != 1:
+            raise ValueError("tokenize takes a [B] string tensor (one text "
+                             f"per row). Received shape: {text.shape}")
+        return self._tokenize(text)
 
     def tokenize_with_masks(self, text):
         """Like `tokenize`, with every `[MASK]` in the text as `MASK_ID`."""
