@@ -25,6 +25,7 @@ data prep's programs use it as well as the training and export ones.
 
 import dataclasses
 import logging as std_logging
+import math
 import sys
 import traceback
 import typing
@@ -38,7 +39,8 @@ from absl import logging
 from data_prep import tf_startup
 
 
-def option(default, help, *, choices=None, required=False):
+def option(default, help, *, choices=None, required=False, minimum=None,
+           above=None, maximum=None):
     """A dataclass field that is also a flag.
 
     Args:
@@ -46,9 +48,44 @@ def option(default, help, *, choices=None, required=False):
         help: the flag's help text.
         choices: allowed values (an enum flag).
         required: the program refuses to run without it.
+        minimum: the smallest allowed value (numbers).
+        above: the value must be greater than this (numbers).
+        maximum: the largest allowed value (numbers).
+    A float flag with any of the three must also be finite.
     """
     return dataclasses.field(default=default, metadata={
-        "help": help, "choices": choices, "required": required})
+        "help": help, "choices": choices, "required": required,
+        "minimum": minimum, "above": above, "maximum": maximum})
+
+
+def check_values(options):
+    """Checks every flag field of `options` against its range.
+
+    Called before any work (by `run`, and by library entry points), so a
+    bad value is one line naming the flag as the user typed it.
+
+    Raises:
+        ValueError: "--learning_rate must be a finite number > 0. Received:
+            nan".
+    """
+    for field in dataclasses.fields(options):
+        meta = field.metadata
+        bounds = [(meta.get("minimum"), ">="), (meta.get("above"), ">"),
+                  (meta.get("maximum"), "<=")]
+        bounds = [(limit, op) for limit, op in bounds if limit is not None]
+        value = getattr(options, field.name)
+        if not bounds or value is None or isinstance(value, bool):
+            continue
+        wanted = " and ".join(f"{op} {limit}" for limit, op in bounds)
+        finite = value == value and value not in (math.inf, -math.inf)
+        ok = finite and all(
+            (value >= limit) if op == ">=" else
+            (value > limit) if op == ">" else (value <= limit)
+            for limit, op in bounds)
+        if not ok:
+            kind = "a finite number" if isinstance(value, float) else "a number"
+            raise ValueError(f"--{field.name} must be {kind} {wanted}. "
+                             f"Received: {value!r}")
 
 
 def _flag_type(hint):
@@ -201,6 +238,10 @@ def run(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None,
                 "--%s)" % (" ".join(args[1:]), pass_through))
         if not pass_through:
             check_no_arguments(args)
+        try:
+            check_values(options)  # Before TensorFlow loads: one line.
+        except ValueError as e:
+            sys.exit(f"{program}: error: {e}")
         if tensorflow:
             tf_startup.import_tensorflow()  # Quietly, where there is no GPU.
         try:

@@ -1,0 +1,504 @@
+"""Keeping the user's data whole: one mechanism for every program.
+
+Every program of the project (the data builders, training and fine-tuning,
+the main job, export, conversion) writes its outputs through this module,
+so each of the promises in docs/reliability.md is kept in one place:
+
+- `OutputLock`: one writer per output. A run holds an exclusive lock on its
+  output folder (or, for a file output, on that file's name); a second run
+  fails at once with one line naming the output and the holder's process
+  id. The lock is the kernel's (`flock`), so a killed holder's lock is gone
+  with it, and the next run says that it took the lock over.
+- `temporary_path` and `write_atomically`: a file is written under a hidden
+  temporary name (`.<name>.incomplete`) that no glob of the final name
+  matches, checked (a short write, a full disk or a file-size limit is an
+  `OutputError` naming the file and the cause), and renamed into place. A
+  half-written file is never mistaken for a result.
+- `check_shard_set`: a reader refuses a set of `-NNNNN-of-MMMMM` shards with
+  missing or extra shards, and unfinished temporary files.
+- `check_output_path`: an output that cannot be written (a file where a
+  folder is needed, a read-only place) is refused before any work.
+- `RunRecord`: a rerun into an output folder that holds a run made from
+  other inputs is refused before anything in it changes.
+
+Remote paths (`gs://`, ...) have no kernel lock: `OutputLock` is then a
+no-op that says so in one log line. This module imports no TensorFlow.
+"""
+
+import errno
+import json
+import os
+import re
+import socket
+import time
+
+from absl import logging
+
+INCOMPLETE_SUFFIX = ".incomplete"
+LOCK_NAME = ".albert.lock"
+RUN_RECORD_NAME = "albert_run.json"
+# "<prefix>-00003-of-00064", the official sharded names.
+_SHARD = re.compile(r"^(?P<prefix>.*)-(?P<index>\d{5})-of-(?P<count>\d{5})$")
+
+
+class OutputError(ValueError):
+    """An output cannot be written, or is held by another run (one line)."""
+
+
+class OutputLockedError(OutputError):
+    """Another live process holds the output's lock."""
+
+
+def _is_remote(path):
+    return "://" in str(path)
+
+
+# === Errors ===
+
+_CAUSES = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is exhausted",
+    errno.EFBIG: "the file-size limit was reached (ulimit -f)",
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.ENOTDIR: "a file is in the way of a folder in the path",
+    errno.EISDIR: "it is a folder",
+}
+
+
+def describe_os_error(error, path):
+    """One line for an OSError met while writing `path`."""
+    cause = _CAUSES.get(error.errno) or error.strerror or str(error)
+    return f"could not write {path}: {cause}"
+
+
+# === Atomic files ===
+
+def temporary_path(path):
+    """The hidden name `path` is written under until it is complete.
+
+    `data/train.tfrecord-00000-of-00004` is written as
+    `data/.train.tfrecord-00000-of-00004.incomplete`: no glob of the final
+    names (`train.tfrecord-*`, `*.tfrecord*`) matches a name that starts
+    with a dot.
+    """
+    path = str(path)
+    head, sep, base = path.rpartition("/")
+    return f"{head}{sep}.{base}{INCOMPLETE_SUFFIX}"
+
+
+def is_temporary(path):
+    """Whether `path` is an unfinished file (this or an older naming)."""
+    base = str(path).rstrip("/").rsplit("/", 1)[-1]
+    return base.endswith(INCOMPLETE_SUFFIX)
+
+
+def open_for_writing(path):
+    """Opens a new local file with the user's umask (binary, buffered)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    return os.fdopen(fd, "wb", buffering=1 << 20)
+
+
+class AtomicFile:
+    """A local file written under `temporary_path` and renamed on `commit`.
+
+    Every write is checked: an `OSError` (a full disk, a file-size limit, a
+    read-only file system) becomes an `OutputError` naming the final path
+    and the cause, and the temporary file is removed.
+
+    Args:
+        path: the final path (local).
+    """
+
+    def __init__(self, path):
+        self.path = str(path)
+        self.temp_path = temporary_path(self.path)
+        directory = os.path.dirname(self.path)
+        try:
+            if directory:
+                os.makedirs(directory, exist_ok=True)
+            self._file = open_for_writing(self.temp_path)
+        except OSError as error:
+            raise OutputError(describe_os_error(error, self.path)) from None
+        self.bytes = 0
+
+    def write(self, data):
+        try:
+            written = self._file.write(data)
+        except OSError as error:
+            self.abort()
+            raise OutputError(describe_os_error(error, self.path)) from None
+        if written is not None and written != len(data):
+            self.abort()
+            raise OutputError(f"could not write {self.path}: a short write "
+                              f"({written} of {len(data)} bytes)")
+        self.bytes += len(data)
+
+    def commit(self):
+        """Flushes, syncs and renames the file to its final name."""
+        try:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+            if os.path.getsize(self.temp_path) != self.bytes:
+                raise OSError(errno.EIO, "the file is shorter than written")
+            os.replace(self.temp_path, self.path)
+        except OSError as error:
+            self.abort()
+            raise OutputError(describe_os_error(error, self.path)) from None
+
+    def abort(self):
+        """Closes and removes the temporary file (best effort)."""
+        try:
+            self._file.close()
+        except OSError:
+            pass
+        try:
+            os.remove(self.temp_path)
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, tb):
+        if kind is None:
+            self.commit()
+        else:
+            self.abort()
+        return False
+
+
+def write_atomically(path, data):
+    """Writes `data` (bytes or str) to `path` through a checked temporary
+    file and a rename: readers see the old file or the new one, never part.
+
+    Remote paths go through `tf.io.gfile` (a temporary name, then a rename).
+
+    Raises:
+        OutputError: the file could not be written (names it and the cause).
+    """
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    path = str(path)
+    if _is_remote(path):
+        import tensorflow as tf
+        temp = temporary_path(path)
+        with tf.io.gfile.GFile(temp, "wb") as f:
+            f.write(data)
+        tf.io.gfile.rename(temp, path, overwrite=True)
+        return
+    with AtomicFile(path) as f:
+        f.write(data)
+
+
+# === Checks before any work ===
+
+def check_output_path(path, flag, kind="folder"):
+    """Refuses an output that cannot be made, before anything is written.
+
+    Args:
+        path: the output folder (kind "folder") or file (kind "file").
+        flag: the flag as the user typed it (`--output_dir`).
+        kind: "folder" or "file".
+
+    Raises:
+        OutputError: naming the flag, the path and what is wrong.
+    """
+    path = str(path)
+    if not path:
+        raise OutputError(f"{flag} is empty")
+    if _is_remote(path):
+        return
+    if kind == "folder" and os.path.exists(path) and not os.path.isdir(path):
+        raise OutputError(f"{flag}={path} is a file, not a folder")
+    if kind == "file" and os.path.isdir(path):
+        raise OutputError(f"{flag}={path} is a folder, not a file")
+    # The nearest existing folder must be writable (a read-only mount, a
+    # folder of another user), and no file may stand where a folder goes.
+    probe = os.path.abspath(path if kind == "folder" else
+                            os.path.dirname(os.path.abspath(path)))
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        raise OutputError(f"{flag}={path}: {probe} is a file, not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        cause = ("the file system is read-only" if _read_only(probe)
+                 else "permission denied")
+        raise OutputError(f"{flag}={path} cannot be written: {cause} ({probe})")
+    if _read_only(probe):
+        raise OutputError(f"{flag}={path} cannot be written: the file system "
+                          f"is read-only ({probe})")
+
+
+def _read_only(folder):
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def check_shard_set(paths, flag="--input_file"):
+    """Refuses unfinished files and incomplete `-NNNNN-of-MMMMM` shard sets.
+
+    Args:
+        paths: the files a glob or list gave.
+        flag: the flag they came from, as the user typed it.
+
+    Returns:
+        `paths`, unchanged, when they are whole.
+
+    Raises:
+        ValueError: an unfinished (`.incomplete`) file, or a shard set whose
+            shards disagree on their count or miss some (names them).
+    """
+    unfinished = [p for p in paths if is_temporary(p)]
+    if unfinished:
+        raise ValueError(
+            f"{flag} matches unfinished files of a build that did not "
+            f"complete: {', '.join(unfinished[:3])}; run the build again")
+    sets = {}
+    for path in paths:
+        match = _SHARD.match(str(path))
+        if match:
+            sets.setdefault(match["prefix"], []).append(
+                (int(match["index"]), int(match["count"])))
+    for prefix, shards in sorted(sets.items()):
+        counts = sorted({count for _, count in shards})
+        if len(counts) > 1:
+            raise ValueError(
+                f"{flag} matches shards of {prefix} from two builds (-of-"
+                f"{'/'.join('%05d' % c for c in counts)}); remove the older "
+                "set or name one")
+        (count,) = counts
+        present = {index for index, _ in shards}
+        missing = sorted(set(range(count)) - present)
+        extra = sorted(i for i in present if i >= count)
+        if missing or extra:
+            what = []
+            if missing:
+                what.append("missing " + ", ".join(
+                    "%05d" % i for i in missing[:5])
+                    + (" ..." if len(missing) > 5 else ""))
+            if extra:
+                what.append("extra " + ", ".join("%05d" % i for i in extra))
+            raise ValueError(
+                f"{flag}: the shard set {prefix}-NNNNN-of-{count:05d} is "
+                f"incomplete ({'; '.join(what)} of {count} shards)")
+    return paths
+
+
+# === One writer per output ===
+
+def lock_path(output, kind="folder"):
+    """The lock file of an output folder, or of an output file's name."""
+    output = os.path.abspath(str(output))
+    if kind == "folder":
+        return os.path.join(output, LOCK_NAME)
+    directory, base = os.path.split(output)
+    return os.path.join(directory, f".{base}.lock")
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class OutputLock:
+    """An exclusive lock on one output, held for a run.
+
+        with safe_io.OutputLock(options.output_dir, "run_pretraining",
+                                flag="--output_dir"):
+            ...
+
+    Args:
+        output: the output folder, or the output file (kind "file").
+        program: the program's name (what a second run's error shows).
+        flag: the flag naming the output, as the user typed it.
+        kind: "folder" or "file".
+
+    Raises (on entering):
+        OutputLockedError: a live process holds the lock (names it).
+    """
+
+    def __init__(self, output, program, flag="--output_dir", kind="folder"):
+        self.output = str(output)
+        self.program = program
+        self.flag = flag
+        self.kind = kind
+        self.path = None if _is_remote(output) else lock_path(output, kind)
+        self._fd = None
+
+    def acquire(self):
+        if self.path is None:
+            logging.info("%s is remote: no lock is held on it (one run at a "
+                         "time is up to you)", self.output)
+            return self
+        import fcntl
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        except OSError as error:
+            raise OutputError(
+                f"{self.flag}={self.output}: "
+                + describe_os_error(error, os.path.dirname(self.path))) from None
+        for _ in range(20):
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            except OSError as error:
+                raise OutputError(f"{self.flag}={self.output}: "
+                                  + describe_os_error(error, self.path)) from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _read_holder(fd)
+                os.close(fd)
+                raise OutputLockedError(
+                    f"{self.flag}={self.output} is in use by another run"
+                    f"{_describe_holder(holder)}; wait for it to finish, or "
+                    "choose another output") from None
+            # A holder that released between our open and our lock removed
+            # the file: lock the file that is there now.
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:
+                os.close(fd)
+                continue
+            previous = _read_holder(fd)
+            if previous.get("pid"):
+                logging.warning(
+                    "Took over the lock of %s left by %s (process %s, no "
+                    "longer running)", self.output,
+                    previous.get("program", "a run"), previous["pid"])
+            record = json.dumps({
+                "program": self.program, "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "started": time.strftime("%Y-%m-%d %H:%M:%S")})
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, record.encode("utf-8"), 0)
+            self._fd = fd
+            return self
+        raise OutputLockedError(f"{self.flag}={self.output}: its lock keeps "
+                                "changing hands; another run is starting")
+
+    def release(self):
+        if self._fd is None:
+            return
+        try:
+            os.remove(self.path)
+        except OSError:
+            pass
+        os.close(self._fd)
+        self._fd = None
+
+    @property
+    def held(self):
+        return self._fd is not None or self.path is None
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, *exc):
+        self.release()
+        return False
+
+
+def _read_holder(fd):
+    try:
+        data = os.pread(fd, 4096, 0)
+        return json.loads(data.decode("utf-8")) if data else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _describe_holder(holder):
+    if not holder:
+        return ""
+    parts = [str(holder.get("program", "a program"))]
+    if holder.get("pid"):
+        parts.append(f"process {holder['pid']}")
+    if holder.get("host") and holder.get("host") != socket.gethostname():
+        parts.append(f"on {holder['host']}")
+    if holder.get("started"):
+        parts.append(f"since {holder['started']}")
+    return " (" + ", ".join(parts) + ")"
+
+
+# === What a run was made from ===
+
+class RunRecord:
+    """What an output folder's run was made from: `albert_run.json`.
+
+    A program names the settings that make its output what it is (its
+    inputs, its model); `claim` writes them on the first run and, on a
+    rerun, refuses one whose settings differ, naming each difference by its
+    flag, before anything in the folder changes.
+
+    Args:
+        output_dir: the run's folder (local or remote).
+        program: the program's name.
+        settings: `{flag as typed: value}` (JSON values).
+    """
+
+    def __init__(self, output_dir, program, settings):
+        self.output_dir = str(output_dir)
+        self.program = program
+        self.settings = {k: v for k, v in settings.items()}
+        self.path = self.output_dir.rstrip("/") + "/" + RUN_RECORD_NAME
+
+    def read(self):
+        """The recorded run (a dict), or None when there is none."""
+        try:
+            if _is_remote(self.path):
+                import tensorflow as tf
+                if not tf.io.gfile.exists(self.path):
+                    return None
+                text = tf.io.gfile.GFile(self.path, "r").read()
+            else:
+                if not os.path.exists(self.path):
+                    return None
+                with open(self.path, encoding="utf-8") as f:
+                    text = f.read()
+            record = json.loads(text)
+        except (OSError, ValueError, UnicodeDecodeError):
+            raise OutputError(f"{self.path} is not readable JSON; it records "
+                              "what this folder's run was made from") from None
+        if not isinstance(record, dict):
+            raise OutputError(f"{self.path} is not a run record")
+        return record
+
+    def differences(self, record):
+        """The settings that differ from `record`'s, as `flag: old -> new`."""
+        if record.get("program") != self.program:
+            return [f"it holds a run of {record.get('program')}, not "
+                    f"{self.program}"]
+        old = record.get("settings", {})
+        return [f"{flag}={old.get(flag)!r} there, {value!r} now"
+                for flag, value in sorted(self.settings.items())
+                if flag in old and old[flag] != value]
+
+    def claim(self, flag="--output_dir"):
+        """Records this run, or refuses a different earlier one.
+
+        Raises:
+            OutputError: the folder holds a run made from other settings.
+        """
+        record = self.read()
+        if record is not None:
+            changed = self.differences(record)
+            if changed:
+                raise OutputError(
+                    f"{flag}={self.output_dir} holds an earlier run made from "
+                    f"other inputs ({'; '.join(changed)}); choose another "
+                    f"{flag}, or remove the folder to start over")
+            return
+        write_atomically(self.path, json.dumps(
+            {"program": self.program, "settings": self.settings},
+            indent=1, sort_keys=True) + "\n")
