@@ -18,10 +18,17 @@ The local builder's work (`data_prep.pipeline`) as Beam transforms:
         pipeline
     --> WriteShard, once per output shard: with every bucket's count known,
         copies its share of each piece, in bucket order, to
-        `<shard>.incomplete`
-    --> Commit: renames the shards, writes the statistics (a Beam combine of
-        the chunks' and units' counters, and the mixing measure read back
-        from the shards), removes the earlier run's files and the pieces.
+        its hidden temporary name (`.<shard>.incomplete`)
+    --> Commit: puts the shards and the statistics (a Beam combine of the
+        chunks' and units' counters, and the mixing measure read back from
+        the shards) in place of the earlier run's files
+        (`output.commit_run`), removes the pieces.
+
+The launcher holds the output's lock (`pipeline.output_lock`) while the
+pipeline runs, checks every value and the outputs before it starts, and
+removes the temporary files of a failed run; a killed launcher leaves the
+pieces in `.<name>.beam-temp-<id>` and hidden unfinished shards, which the
+next run of the same output removes.
 
 With `global_shuffle=False` (the chunk order) BuildChunk writes one piece
 per chunk, in the chunk's own order, and WriteShard copies them in chunk
@@ -78,9 +85,9 @@ from data_prep import mixing
 from data_prep import output as output_lib
 from data_prep import pipeline
 from data_prep import reader
+from data_prep import safe_io
 from data_prep import shuffle
 from data_prep import statistics as stats_lib
-from data_prep import tfrecord
 from data_prep import vocab
 
 _REMOTE = filesystems.BEAM
@@ -195,7 +202,7 @@ def write_shard(shard, shard_path, temp_dir, chunk_counts, num_shards):
     Args:
         shard: the shard's index.
         shard_path: its final path (written in `temp_dir`, then renamed to
-            `<path>.incomplete`).
+            its hidden temporary name, `safe_io.temporary_path`).
         temp_dir: the pieces' directory.
         chunk_counts: `(piece key, record count)` of every piece (chunk or
             bucket), any order.
@@ -214,8 +221,7 @@ def write_shard(shard, shard_path, temp_dir, chunk_counts, num_shards):
             if group < count:
                 _copy_group(_piece_path(temp_dir, key), group, num_shards, out)
                 written += -(-(count - group) // num_shards)
-    filesystems.rename(attempt, shard_path + tfrecord.INCOMPLETE_SUFFIX,
-                       _REMOTE)
+    filesystems.rename(attempt, safe_io.temporary_path(shard_path), _REMOTE)
     return written
 
 
@@ -350,28 +356,28 @@ class _Commit(beam.DoFn):
         if not sum(records_per_shard):
             raise pipeline.no_instances_error(
                 read_counters, totals.counts["one_sentence_documents"])
-        for path in plan.shard_paths:
-            temp_path = path + tfrecord.INCOMPLETE_SUFFIX
-            # A retried commit finds the shards it renamed already in place.
-            if filesystems.exists(temp_path, _REMOTE):
-                filesystems.rename(temp_path, path, _REMOTE)
         stats = stats_lib.statistics(totals, read_counters, self._options)
+        # A retried commit finds some shards already renamed into place.
         stats["mixing"] = mixing.measure_files(
-            plan.shard_paths, sum(records_per_shard), self._vocab_size, _REMOTE)
+            [output_lib.finished_path(p, _REMOTE) for p in plan.shard_paths],
+            sum(records_per_shard), self._vocab_size, _REMOTE)
         stats_lib.add_run(stats, plan.inputs, plan.shard_paths,
                           records_per_shard, time.time() - self._start_time,
                           self._settings)
-        tfrecord.write_text_atomically(
-            plan.stats_path, json.dumps(stats, indent=2) + "\n", _REMOTE)
-        output_lib.remove_earlier_outputs(plan.earlier, self._output_file,
-                                          _REMOTE)
+        output_lib.commit_run(plan.shard_paths, plan.stats_path,
+                              json.dumps(stats, indent=2) + "\n", plan.earlier,
+                              self._output_file, _REMOTE)
         filesystems.remove_tree(self._temp_dir, _REMOTE)
         yield stats["instances"]
 
 
-def _temp_dir(first_shard):
-    """A new directory beside the outputs for this run's pieces."""
-    return shuffle.temp_dir(first_shard, ".beam-temp-")
+_TEMP_INFIX = ".beam-temp-"
+
+
+def _temp_dir(output_name):
+    """A new hidden folder beside the outputs for this run's pieces,
+    `.<name>.beam-temp-<id>` (see `shuffle.temp_dir`)."""
+    return shuffle.temp_dir(output_name, _TEMP_INFIX)
 
 
 def build_pipeline(root, plan, settings, output_file, chunk_bytes,
@@ -427,8 +433,9 @@ def build_pipeline(root, plan, settings, output_file, chunk_bytes,
 
 def _clean_up(plan, temp_dir):
     """Removes a failed run's temporary files (best effort)."""
-    for path in [temp_dir] + [p + tfrecord.INCOMPLETE_SUFFIX
-                              for p in plan.shard_paths]:
+    temporaries = output_lib.temporary_paths(
+        plan.shard_paths + [plan.stats_path])
+    for path in [temp_dir] + temporaries:
         try:
             if path == temp_dir:
                 filesystems.remove_tree(path, _REMOTE)
@@ -436,6 +443,20 @@ def _clean_up(plan, temp_dir):
                 filesystems.remove(path, _REMOTE)
         except Exception as e:  # Cleanup must not hide the original error.
             logging.warning("Could not remove %s: %s", path, e)
+
+
+def as_one_line(error):
+    """The error a runner raised, as the local builder says it: the
+    runner may wrap a transform's error and add where it ran."""
+    message = str(error).split(" [while running")[0]
+    if isinstance(error, reader.InputError) or "No instances could be" in message:
+        return reader.InputError(message)
+    if isinstance(error, safe_io.OutputError):
+        return safe_io.OutputError(message)
+    if isinstance(error, OSError) and error.errno:  # A full disk, ...
+        return safe_io.OutputError(safe_io.describe_os_error(
+            error, error.filename or "a temporary file"))
+    return error
 
 
 def create_pretraining_data(
@@ -469,9 +490,27 @@ def create_pretraining_data(
     start_time = time.time()
     pipeline.check_shuffle_memory(shuffle_memory_bytes)
     beam_pipeline_options = pipeline_options(runner, pipeline_args)
+    pipeline.check_arguments(output_file, options, dupe_factor,
+                             num_output_shards, chunk_bytes, dynamic_masking)
+    prepared = pipeline.plan_inputs(input_file, spm_model_file, _REMOTE)
+    with pipeline.output_lock(output_file):
+        return _create_locked(
+            input_file, output_file, spm_model_file, runner,
+            beam_pipeline_options, options, dupe_factor, random_seed,
+            do_lower_case, num_output_shards, chunk_bytes, max_line_bytes,
+            dynamic_masking, global_shuffle, shuffle_memory_bytes, start_time,
+            prepared)
+
+
+def _create_locked(input_file, output_file, spm_model_file, runner,
+                   beam_pipeline_options, options, dupe_factor, random_seed,
+                   do_lower_case, num_output_shards, chunk_bytes,
+                   max_line_bytes, dynamic_masking, global_shuffle,
+                   shuffle_memory_bytes, start_time, prepared):
+    """`create_pretraining_data`'s work, with the output's lock held."""
     plan = pipeline.plan_run(input_file, output_file, spm_model_file, options,
                              dupe_factor, num_output_shards, chunk_bytes,
-                             _REMOTE)
+                             _REMOTE, dynamic_masking, prepared)
     settings = pipeline.ChunkSettings(plan.model_proto, options, dupe_factor,
                                       random_seed, do_lower_case,
                                       dynamic_masking)
@@ -484,7 +523,7 @@ def create_pretraining_data(
         bits = shuffle.bucket_bits(
             shuffle.estimated_output_bytes(plan.input_bytes, dupe_factor),
             shuffle_memory_bytes, _MAX_BUCKETS)
-    temp_dir = _temp_dir(plan.shard_paths[0])
+    temp_dir = _temp_dir(plan.output_name)
     logging.info("Beam pipeline on %s: %d input files in %d reading units; "
                  "writing %d shards (%s%s); pieces in %s.", runner,
                  len(plan.inputs), len(plan.units), len(plan.shard_paths),
@@ -497,11 +536,10 @@ def create_pretraining_data(
                            bits, vocab_size)
     except BaseException as e:
         _clean_up(plan, temp_dir)
-        if isinstance(e, reader.InputError) or "No instances could be" in str(e):
-            # The runner may wrap the commit's error; say it as the local
-            # builder does.
-            raise reader.InputError(str(e).split(" [while running")[0]) from None
-        raise
+        raise as_one_line(e) from None
+    for stale in shuffle.stale_temp_dirs(plan.output_name, _TEMP_INFIX):
+        logging.info("Removing %s, left by a killed run.", stale)
+        filesystems.remove_tree(stale, _REMOTE)
     stats = json.loads(reader.read_bytes(plan.stats_path, _REMOTE))
     stats_lib.log_summary(stats, reader.ReadCounters(**stats["read"]),
                           plan.stats_path)

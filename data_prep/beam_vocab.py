@@ -61,7 +61,8 @@ def _work_dir(options, model_prefix):
     """Where workers leave the sample for this process to read."""
     temp = options.view_as(beam_options.GoogleCloudOptions).temp_location
     base = temp or os.path.dirname(os.path.abspath(model_prefix))
-    return "%s/vocab-sample-%s" % (base.rstrip("/"), uuid.uuid4().hex[:12])
+    # Hidden: no glob of the user's files matches it.
+    return "%s/.vocab-sample-%s" % (base.rstrip("/"), uuid.uuid4().hex[:12])
 
 
 def sample_sentences(paths, sample_size, seed, do_lower_case, options,
@@ -126,16 +127,22 @@ def train_vocab(input_patterns, model_prefix, runner, pipeline_args=(),
         ValueError: bad Beam arguments.
     """
     options = beam_pipeline.pipeline_options(runner, pipeline_args)
+    vocab.check_outputs(model_prefix)
     paths = reader.text_files(
         reader.expand_input_patterns(input_patterns, _REMOTE), _REMOTE)
-    work_dir = _work_dir(options, model_prefix)
-    try:
-        sample, counters = sample_sentences(paths, input_sentence_size, seed,
-                                            do_lower_case, options, work_dir)
-    finally:
-        filesystems.remove_tree(work_dir, _REMOTE)
-    return vocab.train_from_sentences(
-        sample, model_prefix, input_patterns, counters, len(paths),
-        vocab_size=vocab_size, character_coverage=character_coverage,
-        hard_vocab_limit=hard_vocab_limit, num_threads=num_threads,
-        extra_trainer_options=extra_trainer_options)
+    vocab.check_not_inputs(paths, model_prefix)
+    with vocab.output_lock(model_prefix):
+        work_dir = _work_dir(options, model_prefix)
+        try:
+            sample, counters = sample_sentences(
+                paths, input_sentence_size, seed, do_lower_case, options,
+                work_dir)
+        except Exception as e:  # The runner wraps the transform's error.
+            raise beam_pipeline.as_one_line(e) from None
+        finally:
+            filesystems.remove_tree(work_dir, _REMOTE)
+        return vocab.train_from_sentences(
+            sample, model_prefix, input_patterns, counters, len(paths),
+            vocab_size=vocab_size, character_coverage=character_coverage,
+            hard_vocab_limit=hard_vocab_limit, num_threads=num_threads,
+            extra_trainer_options=extra_trainer_options)

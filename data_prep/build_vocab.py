@@ -6,8 +6,11 @@ r"""Trains an ALBERT SentencePiece vocabulary.
 Writes `<model_prefix>.model` and `<model_prefix>.vocab`: a unigram model with
 `<pad>`=0, `<unk>`=1, `[CLS]`=2, `[SEP]`=3, `[MASK]`=4 and the released user
 symbols, trained on text preprocessed as for pretraining. Input files that are
-not text (TFRecords, JSON, binary) are skipped and named in the log. See
-`data_prep.vocab.train_vocab`.
+not text (TFRecords, JSON, binary) are skipped and named in the log. The two
+files appear whole or not at all (written under hidden temporary names and
+checked), one run at a time writes a prefix (a second fails at once, naming
+the first's process id), and a `--vocab_size` the corpus cannot give is one
+line naming the flag. See `data_prep.vocab.train_vocab`.
 
 With `--runner=DataflowRunner` (or any Beam runner) the sentence sample is
 drawn by an Apache Beam pipeline reading the files in parallel, the same
@@ -38,9 +41,13 @@ class Options:
         "FileSystems with --runner).",
         required=True)
     model_prefix: str = option(
-        None, "Output prefix: writes <prefix>.model and .vocab.", required=True)
+        None,
+        "Output prefix: writes <prefix>.model and .vocab (whole or not at "
+        "all; one run at a time).", required=True)
     vocab_size: int = option(
-        30000, "Number of pieces, special pieces included.")
+        30000,
+        "Number of pieces, special pieces included (more than the corpus's "
+        "distinct characters plus 13).", minimum=14)
     do_lower_case: bool = option(
         True,
         "Lowercase the text (use the same value for create_pretraining_data).")
@@ -49,12 +56,14 @@ class Options:
         "Most sentences held in memory: a uniform sample of the corpus "
         "(<= 0: all).")
     character_coverage: float = option(
-        0.9995, "Fraction of characters the model covers.")
+        0.9995, "Fraction of characters the model covers.", above=0,
+        maximum=1)
     hard_vocab_limit: bool = option(
         True, "If false, vocab_size is a soft limit (for small corpora).")
     random_seed: int = option(12345, "Seed of the sentence sampling.")
     num_threads: Optional[int] = option(
-        None, "Trainer threads (default: the CPU count).")
+        None, "Trainer threads (default: the CPU count).", minimum=1,
+        maximum=1024)
     runner: Optional[str] = option(
         None,
         "Draw the sentence sample with an Apache Beam pipeline on this runner "
@@ -89,8 +98,9 @@ def main(options, pipeline_args=()):
         else:
             model_path, vocab_path = vocab.train_vocab(
                 options.input_file, options.model_prefix, **common)
-    except RuntimeError as e:  # Raised by the SentencePiece trainer.
-        raise ValueError("SentencePiece training failed: %s" % e) from e
+    except RuntimeError as e:  # The trainer's, if `vocab` did not say it.
+        raise ValueError("SentencePiece training failed: %s"
+                         % str(e).splitlines()[0]) from e
     logging.info("Wrote %s and %s.", model_path, vocab_path)
 
 

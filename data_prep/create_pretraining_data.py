@@ -8,12 +8,16 @@ r"""Builds ALBERT pretraining TFRecords (MLM + SOP) from text.
 The flags and defaults are those of the official ALBERT script, plus
 `--num_workers` and `--num_output_shards` (and a few memory knobs).
 Output: the shards (official schema, see `data_prep.schema`) and the
-statistics file `<directory>/<stem>.stats.json` (`data/train.stats.json`
-above), named so that a glob over the shards (`data/train.tfrecord*`) does
-not match it. Input files that are not text (TFRecords, JSON, binary) are
-skipped and named in the log; an output that is also an input is refused
-before anything is written; a rerun replaces the earlier run's shards of the
-same `--output_file` once the new ones are complete (see `data_prep.output`).
+statistics file `<directory>/stats.<name>.json`
+(`data/stats.train.tfrecord.json` above), named after the whole output name
+so that two outputs in one folder never share it and a glob over the shards
+(`data/train.tfrecord*`) does not match it. Input files that are not text
+(TFRecords, JSON, binary) are skipped and named in the log; an output that is
+also an input, or cannot be written, is refused before anything is written;
+one run at a time writes an output (a second fails at once, naming the
+first's process id); shards are written under hidden temporary names and a
+rerun replaces the earlier run's files of the same `--output_file` once the
+new ones are complete (see `data_prep.output`, also for what a kill leaves).
 The records are written in one global random order (as the official script
 writes them, but in bounded memory: `--shuffle_memory_mb`), so every shard
 is a random sample of the whole corpus; the statistics file reports how well
@@ -54,7 +58,8 @@ class Options:
     output_file: str = option(
         None,
         "Output TFRecord path, or comma-separated list of shard paths. The "
-        "statistics go to <directory>/<stem>.stats.json.", required=True)
+        "statistics go to <directory>/stats.<name>.json (the first path's "
+        "name). One run at a time writes an output.", required=True)
     spm_model_file: str = option(
         None, "The SentencePiece model (.model).", required=True)
     do_lower_case: bool = option(
@@ -67,32 +72,39 @@ class Options:
         False,
         "Take segment B from another document half of the time (NSP-style) "
         "instead of swapping A and B (SOP).")
-    max_seq_length: int = option(512, "Maximum sequence length.")
-    ngram: int = option(3, "Longest masked n-gram, in words.")
+    max_seq_length: int = option(512, "Maximum sequence length.", minimum=5)
+    ngram: int = option(3, "Longest masked n-gram, in words.", minimum=1)
     max_predictions_per_seq: int = option(
-        20, "Maximum number of masked LM predictions per sequence.")
-    random_seed: int = option(12345, "Random seed for data generation.")
+        20,
+        "Maximum number of masked LM predictions per sequence (0 only with "
+        "--dynamic_masking).", minimum=0)
+    random_seed: int = option(
+        12345, "Random seed for data generation.", minimum=0)
     dupe_factor: int = option(
         40,
-        "Number of times to duplicate the input data (with different masks).")
-    masked_lm_prob: float = option(0.15, "Masked LM probability.")
+        "Number of times to duplicate the input data (with different masks).",
+        minimum=1)
+    masked_lm_prob: float = option(
+        0.15, "Masked LM probability.", above=0, maximum=1)
     short_seq_prob: float = option(
         0.1,
-        "Probability of creating sequences shorter than the maximum length.")
+        "Probability of creating sequences shorter than the maximum length.",
+        minimum=0, maximum=1)
     num_workers: int = option(
         1,
         "Worker processes of the local builder (1: work in the main "
-        "process). Does not change the output.")
+        "process). Does not change the output.", minimum=1, maximum=1024)
     num_output_shards: int = option(
         1,
         "Output shards when --output_file is a single path: "
         "<output_file>-00000-of-0000N, ... A rerun removes the earlier run's "
-        "shards of the same --output_file once the new ones are complete.")
+        "shards of the same --output_file once the new ones are complete.",
+        minimum=1, maximum=99999)
     chunk_mb: float = option(
         1.0,
         "Text per work unit, in MB (and the shuffle window with "
         "--noglobal_shuffle). Memory grows with chunk_mb * dupe_factor * "
-        "num_workers.")
+        "num_workers.", above=0, maximum=4096)
     global_shuffle: bool = option(
         True,
         "Write all records in one global random order (two passes through "
@@ -101,7 +113,8 @@ class Options:
     shuffle_memory_mb: float = option(
         32.0,
         "Records sorted in memory at a time by the global shuffle, in MB (one "
-        "bucket of the temporary files). Does not change the output.")
+        "bucket of the temporary files). Does not change the output.",
+        minimum=1)
     dynamic_masking: bool = option(
         False,
         "Write the records without masks (no masked_lm_* features), for "
@@ -115,9 +128,9 @@ class Options:
         "builder. Both write the same bytes.")
     max_line_bytes: int = option(
         reader.DEFAULT_MAX_LINE_BYTES,
-        "Longer input lines are skipped (and counted).")
+        "Longer input lines are skipped (and counted).", minimum=1)
     progress_interval_s: float = option(
-        30.0, "Seconds between progress log lines.")
+        30.0, "Seconds between progress log lines.", above=0)
 
 
 def main(options, pipeline_args=()):

@@ -193,15 +193,30 @@ def check_no_arguments(argv):
 USER_ERRORS = (ValueError, OSError)
 
 
-def _parse_known_flags(argv):
-    """Parses the program's flags and returns the rest of `argv` (unknown
-    flags included), with absl's usage message on a bad value."""
-    try:
-        return flags.FLAGS(argv, known_only=True)
-    except flags.Error as error:
-        sys.stderr.write(f"FATAL Flags parsing error: {error}\n")
-        sys.stderr.write("Pass --helpshort or --helpfull to see help on flags.\n")
-        sys.exit(1)
+def program_name(argv=None):
+    """The program's name for its error lines: `create_pretraining_data`
+    for `python -m data_prep.create_pretraining_data`, `quickstart` for
+    `python -m albert_apps.quickstart` (whose file is `__main__.py`)."""
+    name = (argv or sys.argv)[0].rsplit("/", 1)[-1].removesuffix(".py")
+    if name == "__main__":
+        spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+        if spec is not None and spec.name:
+            name = spec.name.removesuffix(".__main__").rsplit(".", 1)[-1]
+    return name
+
+
+def _flags_parser(program, known_only):
+    """absl's flag parsing with one error line naming the flag (a mistyped
+    name, a value of the wrong type) instead of absl's two."""
+
+    def parse(argv):
+        try:
+            return flags.FLAGS(argv, known_only=known_only)
+        except flags.Error as error:
+            sys.exit(f"{program}: error: {error} (--helpshort lists the "
+                     "flags)")
+
+    return parse
 
 
 def run(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None,
@@ -227,7 +242,7 @@ def run(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None,
     if doc:
         sys.modules["__main__"].__doc__ = doc
     define_flags(options_cls)
-    program = (argv or sys.argv)[0].rsplit("/", 1)[-1].removesuffix(".py")
+    program = program_name(argv)
 
     def main(args):
         options = from_flags(options_cls)
@@ -256,7 +271,5 @@ def run(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None,
             std_logging.getLogger("tensorflow").setLevel(std_logging.CRITICAL)
             sys.exit(f"{program}: error: {e}")
 
-    if pass_through:
-        app.run(main, argv=argv, flags_parser=_parse_known_flags)
-    else:
-        app.run(main, argv=argv)
+    app.run(main, argv=argv,
+            flags_parser=_flags_parser(program, bool(pass_through)))

@@ -3,25 +3,39 @@
 Names. `--output_file=data/train.tfrecord` gives the shard
 `data/train.tfrecord` (one shard) or `data/train.tfrecord-00000-of-00064`, ...
 (`--num_output_shards=64`), or the shards are listed, comma-separated. The
-statistics file sits beside them as `<directory>/<stem>.stats.json`, where
-`<stem>` is the first shard's base name without its last extension:
-`data/train.stats.json`. It does not start with the shard name, so a record
-glob such as `data/train.tfrecord*` never catches it (`stats_path`).
+statistics file sits beside them as `<directory>/stats.<name>.json`, where
+`<name>` is the whole output name (the first shard's of a list):
+`data/stats.train.tfrecord.json`. Two outputs in one folder never share one,
+and a record glob such as `data/train.tfrecord*` never catches it
+(`stats_path`). One run at a time writes an output: the builders hold
+`safe_io.OutputLock` on the output's (first) path for the whole run.
 
 Replacing a run, never losing data:
 - every file a run would write or remove is checked against the inputs
   first, after globs, comma lists and links are resolved, and the run is
   refused before anything is written if one of them is an input
-  (`check_not_inputs`);
-- shards are written under temporary names and renamed when all are complete
-  (`ShardSet`), so an interrupted run leaves the previous run's files as they
-  were;
-- only then are the earlier run's files of the same `--output_file` that the
-  new run did not replace removed (`earlier_outputs`): shards of another
-  shard count (`-of-00004` beside the new `-of-00008`), the unsharded file,
-  unfinished temporary files and the statistics file of the older naming
-  (`<output_file>.stats.json`). A file is removed only if its content shows
-  it is one of those outputs (TFRecord framing or the statistics JSON).
+  (`check_not_inputs`), as is an output that cannot be written
+  (`check_outputs`);
+- shards are written under hidden temporary names
+  (`safe_io.temporary_path`: `.<name>.incomplete`, which no glob of the
+  final names matches), every write checked, so an interrupted or failed
+  run (a kill, a full disk) leaves the previous run's files as they were;
+- once every shard is complete, `commit_run` puts the run in place: the
+  statistics are written (the last write), the earlier statistics file and
+  the earlier run's files of the same `--output_file` are removed (shards of
+  another shard count, the unsharded file, unfinished files of killed runs,
+  statistics files of older namings that describe this output's shards and
+  no other's: `earlier_outputs`), then the shards and last the statistics
+  are renamed into place. A file is removed only if its name and content
+  show it is one of those outputs.
+
+What a kill during the commit (a few renames) leaves, and what a reader
+sees: no statistics file for the output, and a shard set with some shards
+missing, which readers refuse (`safe_io.check_shard_set`, used by training)
+rather than reading a mix of two runs; a statistics file is present only
+beside a whole set. The next run of the builder into the same output
+rebuilds and replaces it all. A kill before the commit leaves the earlier
+run's files whole; its hidden unfinished files are removed by the next run.
 
 Order and sharding, one rule for the local builder and the Beam pipeline
 (so both write the same bytes for the same input, seed and flags):
@@ -39,10 +53,10 @@ every earlier piece is counted, so each piece's records are stored grouped
 by their index modulo `num_shards`, and each shard then copies, piece by
 piece, the one group that falls to it (`data_prep.beam_pipeline`).
 
-Temporary files. Besides the `.incomplete` shards, the global shuffle keeps
-its buckets in a directory beside the shards, `<stem>.shuffle-temp-<id>`
-(`data_prep.shuffle.temp_dir`), removed at the end of the run, also after an
-error; a glob over the shards (`train.tfrecord*`) never matches it, and the
+Temporary folders. The global shuffle keeps its buckets in a hidden folder
+beside the shards, `.<name>.shuffle-temp-<id>` (`data_prep.shuffle.temp_dir`;
+the Beam pipeline's pieces: `.<name>.beam-temp-<id>`), removed at the end of
+the run, also after an error; no glob over the shards matches it, and the
 next run of the same output removes one that a killed run left.
 """
 
@@ -55,11 +69,16 @@ from absl import logging
 
 from data_prep import filesystems
 from data_prep import reader
+from data_prep import safe_io
 from data_prep import tfrecord
 
-STATS_SUFFIX = ".stats.json"
+STATS_PREFIX = "stats."
+STATS_EXTENSION = ".json"
+# The names of earlier versions: "<stem>.stats.json", "<output>.stats.json".
+OLD_STATS_SUFFIX = ".stats.json"
 # Shard names made from one path: "<path>-00003-of-00064".
 _SHARD_PATTERN = r"-\d{5}-of-\d{5}"
+_MAX_SHARDS = 99999  # Five digits in "-NNNNN-of-NNNNN".
 
 
 def output_paths(output_file, num_output_shards=1):
@@ -69,19 +88,23 @@ def output_paths(output_file, num_output_shards=1):
     `num_output_shards > 1` becomes `<path>-00000-of-0000N`, ...
 
     Raises:
-        ValueError: a list whose length disagrees with `num_output_shards`.
+        ValueError: a list whose length disagrees with `num_output_shards`,
+            or a name given twice.
     """
     paths = [p.strip() for p in output_file.split(",") if p.strip()]
     if not paths:
-        raise ValueError("No output file given. Received: %r" % output_file)
-    if num_output_shards < 1:
-        raise ValueError("num_output_shards must be >= 1. Received: %d"
-                         % num_output_shards)
+        raise ValueError("--output_file is empty. Received: %r" % output_file)
+    if not 1 <= num_output_shards <= _MAX_SHARDS:
+        raise ValueError("--num_output_shards must be in [1, %d]. Received: %d"
+                         % (_MAX_SHARDS, num_output_shards))
     if len(paths) > 1:
         if num_output_shards not in (1, len(paths)):
             raise ValueError(
                 "--output_file lists %d files but --num_output_shards is %d."
                 % (len(paths), num_output_shards))
+        if len(set(paths)) != len(paths):
+            raise ValueError("--output_file names a file twice: %s"
+                             % output_file)
         return paths
     if num_output_shards == 1:
         return paths
@@ -94,37 +117,84 @@ def _path_module(path):
 
 
 def stats_path(output_file):
-    """The statistics file of `--output_file`: `<directory>/<stem>.stats.json`.
+    """The statistics file of `--output_file`: `<directory>/stats.<name>.json`.
+
+    Named after the whole output name (the first path of a list), so two
+    outputs in one folder (`wiki.part_a`, `wiki.part_b`) never share one,
+    and starting with `stats.`, so a glob over the shards
+    (`train.tfrecord*`, `train.tfrecord-*`) does not match it.
 
     Args:
         output_file: the `--output_file` value (a path or a comma-separated
             list of shard paths; the first one names the file).
 
     Returns:
-        The path, e.g. `data/train.stats.json` for `data/train.tfrecord`.
+        The path, e.g. `data/stats.train.tfrecord.json` for
+        `data/train.tfrecord`.
     """
     first = output_paths(output_file)[0]
     path_lib = _path_module(first)
     directory, name = path_lib.split(first)
-    stem = path_lib.splitext(name)[0] or name
-    return path_lib.join(directory, stem + STATS_SUFFIX)
+    return path_lib.join(directory, STATS_PREFIX + name + STATS_EXTENSION)
 
 
-def _is_earlier_output(path, name_is_stats, remote):
-    """Whether the content of `path` shows it was written by the builder."""
+def written_paths(output_file, num_output_shards=1):
+    """Every final path a run of `--output_file` writes: its shards and its
+    statistics file."""
+    return (output_paths(output_file, num_output_shards)
+            + [stats_path(output_file)])
+
+
+def temporary_paths(paths):
+    """The names `paths` are written under before they are committed: the
+    hidden `.<name>.incomplete` (`safe_io.temporary_path`) and the name
+    that one is written under (`..<name>.incomplete.incomplete`)."""
+    first = [safe_io.temporary_path(p) for p in paths]
+    return first + [safe_io.temporary_path(p) for p in first]
+
+
+def check_outputs(output_file, num_output_shards=1):
+    """Refuses outputs that cannot be written, before any work: a folder
+    where a shard goes, a read-only or missing-permission folder, a file in
+    the way of a folder.
+
+    Raises:
+        safe_io.OutputError: naming `--output_file` and what is wrong.
+    """
+    for path in written_paths(output_file, num_output_shards):
+        safe_io.check_output_path(path, "--output_file", kind="file")
+
+
+def _is_earlier_output(path, kind, base, remote):
+    """Whether the content of `path` shows it was written by the builder
+    for the output named `base` (`kind`: "shard", "stats" or "temp")."""
+    if kind == "temp":
+        return True  # A hidden name only this output's runs write.
     try:
-        data = (reader.read_bytes(path, remote) if name_is_stats
+        data = (reader.read_bytes(path, remote) if kind == "stats"
                 else _head(path, remote))
     except (OSError, reader.InputError):  # Unreadable: not touched.
         return False
-    if name_is_stats:
-        try:
-            values = json.loads(data)
-        except (UnicodeDecodeError, ValueError):
-            return False
-        return isinstance(values, dict) and "output_files" in values
+    if kind == "stats":
+        return _stats_of(data, base)
     # An empty shard (more shards than records) is an output too.
     return not data or tfrecord.is_record_header(data)
+
+
+def _stats_of(data, base):
+    """Whether statistics JSON `data` describes shards of the output `base`
+    (an older name may be shared by two outputs: `wiki.stats.json` of
+    `wiki.part_a` and `wiki.part_b`; only this output's is touched)."""
+    try:
+        values = json.loads(data)
+    except (UnicodeDecodeError, ValueError):
+        return False
+    if not isinstance(values, dict) or not isinstance(
+            values.get("output_files"), list) or not values["output_files"]:
+        return False
+    ours = re.compile(re.escape(base) + "(%s)?$" % _SHARD_PATTERN)
+    return all(isinstance(f, str) and ours.match(posixpath.basename(f))
+               for f in values["output_files"])
 
 
 def _head(path, remote):
@@ -132,11 +202,31 @@ def _head(path, remote):
         return stream.read(tfrecord.HEADER_BYTES)
 
 
+def _kind_of(name, base):
+    """What the file `name` beside the output `base` is to a rerun: "shard"
+    (a shard of any count, or one left under an older unfinished name),
+    "stats" (a statistics file of any naming), "temp" (an unfinished file
+    of the current naming) or None (not this output's)."""
+    shard = re.escape(base) + "(%s)?" % _SHARD_PATTERN
+    stats = re.escape(STATS_PREFIX + base + STATS_EXTENSION)
+    if re.fullmatch(shard + "(%s)?" % re.escape(tfrecord.INCOMPLETE_SUFFIX),
+                    name):
+        return "shard"
+    if re.fullmatch(r"\.{1,2}(%s|%s)(%s){1,2}" % (
+            shard, stats, re.escape(tfrecord.INCOMPLETE_SUFFIX)), name):
+        return "temp"
+    old = {base + OLD_STATS_SUFFIX,
+           (posixpath.splitext(base)[0] or base) + OLD_STATS_SUFFIX}
+    if name in old:
+        return "stats"
+    return None
+
+
 def earlier_outputs(output_file, new_files, remote=filesystems.GFILE):
     """Files of an earlier run of the same `--output_file` to remove.
 
     Only a single-path `output_file` has shards named after it (a list names
-    its shards explicitly, and nothing else is touched).
+    its shards explicitly, and only their unfinished files are found).
 
     Args:
         output_file: the `--output_file` value.
@@ -144,30 +234,31 @@ def earlier_outputs(output_file, new_files, remote=filesystems.GFILE):
         remote: the backend of URLs (`data_prep.filesystems`).
 
     Returns:
-        The paths, sorted: `<output_file>`, `<output_file>-NNNNN-of-NNNNN`,
-        their unfinished `.incomplete` files and `<output_file>.stats.json`,
-        when they exist, are not in `new_files` and their content shows they
-        are outputs.
+        The paths, sorted: `<output_file>`, `<output_file>-NNNNN-of-NNNNN`
+        and the unfinished files of a killed run (`.<name>.incomplete`, and
+        `<name>.incomplete` of older versions) whose content shows they are
+        outputs; statistics files of older namings (`<output_file>.stats.json`,
+        `<stem>.stats.json`) that describe this output's shards and no
+        other's. Never a file in `new_files` nor their temporary files.
     """
     paths = [p.strip() for p in output_file.split(",") if p.strip()]
-    if len(paths) != 1:
-        return []
-    prefix = paths[0]
-    path_lib = _path_module(prefix)
-    directory, base = path_lib.split(prefix)
-    shard = re.compile(re.escape(base) + "(%s)?(%s)?$" % (
-        _SHARD_PATTERN, re.escape(tfrecord.INCOMPLETE_SUFFIX)))
-    old_stats = base + STATS_SUFFIX
-    names = filesystems.listdir(directory, remote)
-    keep = set(new_files)
+    # This run's own temporary files (a killed run's of the same names are
+    # overwritten by this run) are never "earlier".
+    keep = set(new_files) | set(temporary_paths(new_files))
     found = []
-    for name in sorted(names):
-        path = path_lib.join(directory, name)
-        if path in keep or not (shard.match(name) or name == old_stats):
-            continue
-        if _is_earlier_output(path, name == old_stats, remote):
+    for prefix in paths:
+        path_lib = _path_module(prefix)
+        directory, base = path_lib.split(prefix)
+        for name in sorted(filesystems.listdir(directory, remote)):
+            path = path_lib.join(directory, name)
+            kind = _kind_of(name, base)
+            if len(paths) > 1 and kind != "temp":
+                continue  # A list names its files: nothing else is touched.
+            if (path in keep or kind is None or path in found
+                    or not _is_earlier_output(path, kind, base, remote)):
+                continue
             found.append(path)
-    return found
+    return sorted(found)
 
 
 def _identities(path):
@@ -228,18 +319,123 @@ def shard_of(position, num_shards):
     return position % num_shards
 
 
+def finished_path(path, remote=filesystems.GFILE):
+    """Where a finished file of a run being committed is now: its temporary
+    name until `commit_run` renames it, then its final name (a retried
+    commit finds some shards already renamed)."""
+    temp = safe_io.temporary_path(path)
+    return temp if filesystems.exists(temp, remote) else path
+
+
+def commit_run(shard_paths, stats_file, stats_text, earlier, output_file,
+               remote=filesystems.GFILE):
+    """Puts a run whose shards are finished under their temporary names in
+    place of the earlier run's files.
+
+    Steps (see the module docstring for what a kill between two leaves):
+    1. the statistics are written under their temporary name: the last
+       write, so a full disk fails here with every earlier file whole;
+    2. the earlier statistics file is removed: until step 5 the output has
+       none, the mark of a set being replaced;
+    3. the earlier run's other files are removed, and, with several shards,
+       the earlier shards of the same names: a kill during step 4 leaves a
+       set with missing shards, which readers refuse
+       (`safe_io.check_shard_set`), never a mix of two runs' shards;
+    4. each shard is renamed to its final name;
+    5. the statistics are renamed to theirs.
+    Every step can run again (a Beam runner retries a commit).
+
+    Args:
+        shard_paths: the final shard paths.
+        stats_file: the statistics file (`stats_path`).
+        stats_text: its content.
+        earlier: files of an earlier run to remove (`earlier_outputs`).
+        output_file: the `--output_file` value (for the log).
+        remote: the backend of URLs.
+
+    Raises:
+        safe_io.OutputError: a write or rename failed (names the file).
+    """
+    stats = tfrecord.ShardWriter(stats_file, remote)
+    stats.write(stats_text.encode("utf-8"))
+    stats.finish()
+    try:
+        if filesystems.exists(stats_file, remote):
+            filesystems.remove(stats_file, remote)
+        remove_earlier_outputs(earlier, output_file, remote)
+        pending = [p for p in shard_paths if filesystems.exists(
+            safe_io.temporary_path(p), remote)]
+        if len(shard_paths) > 1:
+            for path in pending:
+                if filesystems.exists(path, remote):
+                    filesystems.remove(path, remote)
+        for path in pending:
+            tfrecord.rename_into_place(safe_io.temporary_path(path), path,
+                                       remote)
+    except OSError as e:
+        raise safe_io.OutputError(safe_io.describe_os_error(
+            e, getattr(e, "filename", None) or output_file)) from None
+    tfrecord.rename_into_place(stats.temp_path, stats_file, remote)
+
+
+class LockedOutput:
+    """Holds a `safe_io.OutputLock` for a run; on leaving, also removes the
+    folder its lock file made if the run left it empty (a failed first run
+    leaves nothing behind).
+
+    Args:
+        lock: the `safe_io.OutputLock`.
+    """
+
+    def __init__(self, lock):
+        self._lock = lock
+        self._made = None
+
+    def __enter__(self):
+        if self._lock.path:
+            folder = os.path.dirname(self._lock.path)
+            missing = []
+            while folder and not os.path.exists(folder):
+                missing.append(folder)
+                folder = os.path.dirname(folder)
+            self._made = missing
+        self._lock.acquire()
+        return self
+
+    @property
+    def fds(self):
+        """The lock's open file descriptors (none for a remote output), for
+        forked workers to close: the kernel drops the lock only when every
+        copy of its descriptor is closed."""
+        fd = self._lock.fileno()
+        return () if fd is None else (fd,)
+
+    def __exit__(self, *exc):
+        self._lock.release()
+        for folder in self._made or ():
+            try:
+                os.rmdir(folder)  # Only when empty.
+            except OSError:
+                break
+        return False
+
+
 class ShardSet:
     """Deals framed records round-robin to shards under temporary names.
 
-    Nothing appears under a final name before `commit()`; `abort()` deletes
-    the temporary files and leaves any earlier files untouched.
+    Nothing appears under a final name before `commit_run`; `abort()`
+    deletes the temporary files and leaves any earlier files untouched.
 
     Args:
         paths: the final shard paths.
         remote: the backend of URLs.
+
+    Raises:
+        safe_io.OutputError: a shard cannot be created or written.
     """
 
     def __init__(self, paths, remote=filesystems.GFILE):
+        self.paths = list(paths)
         self._writers = []
         self.written = 0
         try:
@@ -251,18 +447,30 @@ class ShardSet:
 
     @staticmethod
     def temporary_paths(paths):
-        """The names shards are written under before `commit()`."""
-        return [path + tfrecord.INCOMPLETE_SUFFIX for path in paths]
+        """The names shards are written under before they are committed."""
+        return temporary_paths(paths)
 
     def write(self, frame):
         """Appends one framed record to the next shard."""
         self._writers[shard_of(self.written, len(self._writers))].write(frame)
         self.written += 1
 
+    def finish(self):
+        """Completes every shard under its temporary name (checked)."""
+        for writer in self._writers:
+            writer.finish()
+
     def commit(self):
-        """Renames every complete shard to its final name."""
+        """Finishes every shard and renames each to its final name (a set
+        without statistics; a run uses `commit_run`)."""
+        self.finish()
         for writer in self._writers:
             writer.commit()
+
+    @property
+    def finished_paths(self):
+        """The shards' temporary paths (complete after `finish`)."""
+        return [writer.temp_path for writer in self._writers]
 
     def abort(self):
         """Deletes the temporary files (best effort)."""

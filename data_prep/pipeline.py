@@ -51,6 +51,7 @@ import dataclasses
 import itertools
 import json
 import multiprocessing
+import os
 import random
 import sys
 import time
@@ -65,6 +66,7 @@ from data_prep import mixing
 from data_prep import output as output_lib
 from data_prep import progress
 from data_prep import reader
+from data_prep import safe_io
 from data_prep import schema
 from data_prep import shuffle
 from data_prep import static_masking
@@ -185,8 +187,16 @@ class ChunkProcessor:
 _WORKER = None
 
 
-def _init_worker(settings):
+def _init_worker(settings, inherited_fds=()):
     global _WORKER
+    # A forked worker shares the output lock's open file: closing its copy
+    # lets the lock go with the main process, even if a kill of the main
+    # process leaves the worker finishing its chunk.
+    for fd in inherited_fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
     _WORKER = ChunkProcessor(settings)
 
 
@@ -201,7 +211,7 @@ def _process_serial(chunks, settings):
         yield (chunk.key, *processor(chunk))
 
 
-def _process_parallel(chunks, settings, num_workers):
+def _process_parallel(chunks, settings, num_workers, inherited_fds=()):
     """Yields `(chunk key, frames, counters)` in chunk order, at most 2
     chunks per worker in flight."""
     # Workers never use TensorFlow. "fork" starts them at once; it is used
@@ -210,8 +220,9 @@ def _process_parallel(chunks, settings, num_workers):
     safe_to_fork = (sys.platform.startswith("linux")
                     and "tensorflow" not in sys.modules)
     context = multiprocessing.get_context("fork" if safe_to_fork else "spawn")
+    inherited_fds = tuple(inherited_fds) if safe_to_fork else ()
     with context.Pool(num_workers, initializer=_init_worker,
-                      initargs=(settings,)) as pool:
+                      initargs=(settings, inherited_fds)) as pool:
         pending = collections.deque()
         for chunk in chunks:
             pending.append(pool.apply_async(_run_worker, (chunk,)))
@@ -233,6 +244,8 @@ class Plan:
         shard_paths: the final shard paths.
         stats_path: the statistics file.
         earlier: files of an earlier run to remove once this one is done.
+        output_name: the output's (first) path: what the lock and the
+            temporary folders are named after.
     """
 
     inputs: list
@@ -242,30 +255,44 @@ class Plan:
     shard_paths: list
     stats_path: str
     earlier: list
+    output_name: str = ""
 
 
-def plan_run(input_file, output_file, spm_model_file, options, dupe_factor,
-             num_output_shards, chunk_bytes, remote=filesystems.GFILE):
-    """Validates the arguments and resolves every path of a run.
-
-    Args:
-        input_file, output_file, spm_model_file, options, dupe_factor,
-            num_output_shards, chunk_bytes: see `create_pretraining_data`.
-        remote: the backend of URLs (`data_prep.filesystems`).
-
-    Returns:
-        A `Plan`.
+def check_arguments(output_file, options, dupe_factor, num_output_shards,
+                    chunk_bytes, dynamic_masking=False):
+    """Checks the values and the outputs of a run, before any work.
 
     Raises:
-        ValueError: bad options, or an output that is also an input.
-        reader.InputError, vocab.SpecialPiecesError: see
-            `create_pretraining_data`.
+        ValueError: a bad value (names the flag), or an output that cannot
+            be written (`safe_io.OutputError`).
     """
     options.validate()
     if dupe_factor < 1:
-        raise ValueError("dupe_factor must be >= 1. Received: %d" % dupe_factor)
+        raise ValueError("--dupe_factor must be >= 1. Received: %d"
+                         % dupe_factor)
     if chunk_bytes < 1:
         raise ValueError("chunk_bytes must be >= 1. Received: %d" % chunk_bytes)
+    masking = options.masking
+    if not dynamic_masking and (masking.max_predictions_per_seq < 1
+                                or masking.masked_lm_prob <= 0):
+        raise ValueError(
+            "--max_predictions_per_seq=%d with --masked_lm_prob=%g masks no "
+            "token, and static masking needs masked tokens: set both above "
+            "0, or pass --dynamic_masking to write unmasked records"
+            % (masking.max_predictions_per_seq, masking.masked_lm_prob))
+    output_lib.check_outputs(output_file, num_output_shards)
+
+
+def plan_inputs(input_file, spm_model_file, remote=filesystems.GFILE):
+    """Checks the inputs of a run (reads only).
+
+    Returns:
+        `(text files, their sizes, the SentencePiece model's bytes)`.
+
+    Raises:
+        reader.InputError, vocab.SpecialPiecesError: see
+            `create_pretraining_data`.
+    """
     inputs = reader.text_files(reader.expand_input_patterns(input_file, remote),
                                remote)
     sizes = reader.file_sizes(inputs, remote)
@@ -275,14 +302,52 @@ def plan_run(input_file, output_file, spm_model_file, options, dupe_factor,
         raise vocab.SpecialPiecesError(
             "Cannot read SentencePiece model %r: %s" % (spm_model_file, e)) from None
     vocab.check_special_pieces(model_proto)
+    return inputs, sizes, model_proto
+
+
+def plan_run(input_file, output_file, spm_model_file, options, dupe_factor,
+             num_output_shards, chunk_bytes, remote=filesystems.GFILE,
+             dynamic_masking=False, prepared=None):
+    """Validates the arguments and resolves every path of a run.
+
+    Args:
+        input_file, output_file, spm_model_file, options, dupe_factor,
+            num_output_shards, chunk_bytes, dynamic_masking: see
+            `create_pretraining_data`.
+        remote: the backend of URLs (`data_prep.filesystems`).
+        prepared: `plan_inputs`'s result, when already checked.
+
+    Returns:
+        A `Plan`.
+
+    Raises:
+        ValueError: bad options, or an output that is also an input.
+        reader.InputError, vocab.SpecialPiecesError: see
+            `create_pretraining_data`.
+    """
+    check_arguments(output_file, options, dupe_factor, num_output_shards,
+                    chunk_bytes, dynamic_masking)
+    inputs, sizes, model_proto = prepared or plan_inputs(
+        input_file, spm_model_file, remote)
     shard_paths = output_lib.output_paths(output_file, num_output_shards)
     stats = output_lib.stats_path(output_file)
     written = shard_paths + [stats]
     earlier = output_lib.earlier_outputs(output_file, written, remote)
     output_lib.check_not_inputs(
-        inputs, written + output_lib.ShardSet.temporary_paths(written) + earlier)
+        inputs, written + output_lib.temporary_paths(written) + earlier)
     return Plan(inputs, reader.plan_units(inputs, sizes, chunk_bytes),
-                sum(sizes), model_proto, shard_paths, stats, earlier)
+                sum(sizes), model_proto, shard_paths, stats, earlier,
+                output_lib.output_paths(output_file)[0])
+
+
+def output_lock(output_file, program="create_pretraining_data"):
+    """The lock a run holds on its output (`safe_io.OutputLock` on the
+    output's first path): a second run into it fails at once, naming the
+    holder's process id. A folder made for it and left empty by a failed
+    run is removed again."""
+    return output_lib.LockedOutput(safe_io.OutputLock(
+        output_lib.output_paths(output_file)[0], program,
+        flag="--output_file", kind="file"))
 
 
 def run_settings(options, dupe_factor, random_seed, do_lower_case,
@@ -398,7 +463,7 @@ def _log_start(plan, global_shuffle, num_workers):
 
 
 def _chunk_results(plan, settings, read_counters, num_workers, chunk_bytes,
-                   max_line_bytes):
+                   max_line_bytes, inherited_fds=()):
     """The corpus read in chunks and worked here or in `num_workers`
     processes.
 
@@ -408,25 +473,26 @@ def _chunk_results(plan, settings, read_counters, num_workers, chunk_bytes,
     """
     chunks = reader.iter_corpus_chunks(plan.units, read_counters, chunk_bytes,
                                        max_line_bytes)
-    return (_process_parallel(chunks, settings, num_workers)
+    return (_process_parallel(chunks, settings, num_workers, inherited_fds)
             if num_workers > 1 else _process_serial(chunks, settings))
 
 
 def _write_shards(plan, settings, results, totals, progress_, read_counters,
                   global_shuffle, shuffle_memory_bytes, vocab_size):
-    """Writes every record to the shards and commits them; on an error the
-    unfinished shards are deleted instead. The worker pool and the shuffle's
+    """Writes every record to the shards and finishes them under their
+    temporary names (`finish_run` commits them); on an error the unfinished
+    shards are deleted instead. The worker pool and the shuffle's
     temporary files are cleaned up either way.
 
     Returns:
-        `(shards, mixed)`: the committed `output.ShardSet` and the mixing
+        `(shards, mixed)`: the finished `output.ShardSet` and the mixing
         measure (`data_prep.mixing`) of the output order.
 
     Raises:
         reader.InputError: no instance was built.
         shuffle.BucketError: a temporary file was damaged during the run.
     """
-    temp_dir = shuffle.temp_dir(plan.shard_paths[0])
+    temp_dir = shuffle.temp_dir(plan.output_name)
     shards = output_lib.ShardSet(plan.shard_paths)
     try:
         if global_shuffle:
@@ -442,7 +508,10 @@ def _write_shards(plan, settings, results, totals, progress_, read_counters,
         if not shards.written:
             raise no_instances_error(
                 read_counters, totals.counts["one_sentence_documents"])
-        shards.commit()
+        shards.finish()  # Complete under their temporary names.
+        if not global_shuffle:
+            mixed = mixing.measure_files(shards.finished_paths,
+                                         shards.written, vocab_size)
     except BaseException:
         shards.abort()
         raise
@@ -450,9 +519,6 @@ def _write_shards(plan, settings, results, totals, progress_, read_counters,
         progress_.close()
         results.close()  # Stops the worker pool, if any.
         filesystems.remove_tree(temp_dir)
-    if not global_shuffle:
-        mixed = mixing.measure_files(plan.shard_paths, shards.written,
-                                     vocab_size)
     return shards, mixed
 
 
@@ -472,13 +538,18 @@ def _run_statistics(plan, settings, chunk_bytes, global_shuffle, totals,
     return stats
 
 
-def _finish_run(stats, plan, output_file, read_counters):
-    """Writes the statistics file, removes what earlier and killed runs
-    left, and logs the summary."""
-    tfrecord.write_text_atomically(plan.stats_path,
-                                   json.dumps(stats, indent=2) + "\n")
-    output_lib.remove_earlier_outputs(plan.earlier, output_file)
-    for stale in shuffle.stale_temp_dirs(plan.shard_paths[0]):
+def _finish_run(stats, plan, output_file, read_counters, shards):
+    """Commits the shards and the statistics in place of the earlier run's
+    files (`output.commit_run`), removes what killed runs left, and logs
+    the summary."""
+    try:
+        output_lib.commit_run(plan.shard_paths, plan.stats_path,
+                              json.dumps(stats, indent=2) + "\n", plan.earlier,
+                              output_file)
+    except BaseException:
+        shards.abort()
+        raise
+    for stale in shuffle.stale_temp_dirs(plan.output_name):
         logging.info("Removing %s, left by a killed run.", stale)
         filesystems.remove_tree(stale)
     stats_lib.log_summary(stats, read_counters, plan.stats_path)
@@ -523,18 +594,41 @@ def create_pretraining_data(
 
     Returns:
         The statistics dict (also written to `output.stats_path(output_file)`,
-        `<directory>/<stem>.stats.json`).
+        `<directory>/stats.<name>.json`).
 
     Raises:
         reader.InputError: missing/unreadable inputs, or no usable text.
         vocab.SpecialPiecesError: the SentencePiece model is unusable.
-        ValueError: bad options, or an output that is also an input (nothing
-            is written then).
+        ValueError: bad options, or an output that is also an input or
+            cannot be written (nothing is written then).
+        safe_io.OutputLockedError: another run writes the same output.
+        safe_io.OutputError: a write failed (a full disk, a file-size
+            limit); the earlier run's files are left whole.
         shuffle.BucketError: a temporary file was damaged during the run.
     """
     check_shuffle_memory(shuffle_memory_bytes)
+    check_arguments(output_file, options, dupe_factor, num_output_shards,
+                    chunk_bytes, dynamic_masking)
+    prepared = plan_inputs(input_file, spm_model_file)
+    with output_lock(output_file) as locked:
+        return _create_locked(
+            input_file, output_file, spm_model_file, options, dupe_factor,
+            random_seed, do_lower_case, num_workers, num_output_shards,
+            chunk_bytes, max_line_bytes, progress_interval_s,
+            dynamic_masking, global_shuffle, shuffle_memory_bytes, prepared,
+            locked.fds)
+
+
+def _create_locked(input_file, output_file, spm_model_file, options,
+                   dupe_factor, random_seed, do_lower_case, num_workers,
+                   num_output_shards, chunk_bytes, max_line_bytes,
+                   progress_interval_s, dynamic_masking, global_shuffle,
+                   shuffle_memory_bytes, prepared, lock_fds):
+    """`create_pretraining_data`'s work, with the output's lock held
+    (`lock_fds`: its file descriptors, closed in forked workers)."""
     plan = plan_run(input_file, output_file, spm_model_file, options,
-                    dupe_factor, num_output_shards, chunk_bytes)
+                    dupe_factor, num_output_shards, chunk_bytes,
+                    dynamic_masking=dynamic_masking, prepared=prepared)
     settings = ChunkSettings(plan.model_proto, options, dupe_factor,
                              random_seed, do_lower_case, dynamic_masking)
     vocab_size = vocab.load_model(plan.model_proto).get_piece_size()
@@ -542,7 +636,7 @@ def create_pretraining_data(
 
     read_counters = reader.ReadCounters()
     results = _chunk_results(plan, settings, read_counters, num_workers,
-                             chunk_bytes, max_line_bytes)
+                             chunk_bytes, max_line_bytes, lock_fds)
     totals = stats_lib.Totals(options.ngram)
     progress_ = _Progress(totals, read_counters, progress_interval_s,
                           plan.input_bytes)
@@ -552,5 +646,5 @@ def create_pretraining_data(
                                   shuffle_memory_bytes, vocab_size)
     stats = _run_statistics(plan, settings, chunk_bytes, global_shuffle,
                             totals, read_counters, shards, mixed, start_time)
-    _finish_run(stats, plan, output_file, read_counters)
+    _finish_run(stats, plan, output_file, read_counters, shards)
     return stats

@@ -13,8 +13,9 @@ runs of consecutive files of at least `chunk_bytes` bytes together, so a
 Beam pipeline reads the units in parallel while small files still share
 chunks; chunk boundaries depend only on the input and `chunk_bytes`.
 Bad input is either a clear `InputError` (missing or unreadable files, a
-pattern matching nothing) or a counted and logged skip (`ReadCounters`:
-non-UTF-8 lines, lines over `max_line_bytes`, empty files). Files that are
+pattern matching nothing, a file in another encoding than UTF-8, named with
+its first bad line) or a counted and logged skip (`ReadCounters`: a stray
+non-UTF-8 line in UTF-8 text, lines over `max_line_bytes`, empty files). Files that are
 not text at all (TFRecords, JSON such as the builder's own statistics files,
 unfinished outputs, binary files) are dropped by `text_files` before
 reading, so a glob that also covers earlier outputs reads only the corpus.
@@ -29,6 +30,7 @@ import zlib
 from absl import logging
 
 from data_prep import filesystems
+from data_prep import safe_io
 from data_prep import tfrecord
 
 _BUFFER_SIZE = 1 << 20
@@ -85,7 +87,7 @@ def expand_input_patterns(input_patterns, remote=filesystems.GFILE):
 def _not_text_reason(path, remote):
     """Why `path` is not a text input (a short phrase), or None if it is."""
     name = path.rstrip("/").rsplit("/", 1)[-1]
-    if name.endswith(tfrecord.INCOMPLETE_SUFFIX):
+    if safe_io.is_temporary(name):
         return "an unfinished output"
     if name.endswith(".json"):
         return "JSON"
@@ -100,7 +102,43 @@ def _not_text_reason(path, remote):
     # UTF-8 alone is not enough: such lines are skipped one by one.
     if b"\0" in head:
         return "binary"
+    _check_utf8(path, head, full=len(head) == _SNIFF_BYTES)
     return None
+
+
+def _check_utf8(path, head, full):
+    """Refuses a file in another encoding (Latin-1, UTF-16 ...): most of the
+    lines of its first `_SNIFF_BYTES` do not decode as UTF-8. A stray bad
+    line in UTF-8 text is skipped and counted later instead.
+
+    Args:
+        path: the file, for the message.
+        head: its first bytes (decompressed).
+        full: whether `head` was cut at `_SNIFF_BYTES` (its last line may
+            be cut in a character).
+
+    Raises:
+        InputError: naming the file, the first bad line and the byte.
+    """
+    lines = head.split(b"\n")
+    if full:
+        lines = lines[:-1]
+    bad, nonblank = [], 0
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        nonblank += 1
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError as e:
+            bad.append((number, line[e.start], e.start + 1))
+    if bad and 2 * len(bad) >= nonblank:
+        number, byte, column = bad[0]
+        raise InputError(
+            "Input file %s is not UTF-8 text (line %d, byte 0x%02x at column "
+            "%d; %d of its first %d lines do not decode); convert it to "
+            "UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+            % (path, number, byte, column, len(bad), nonblank))
 
 
 def text_files(paths, remote=filesystems.GFILE):

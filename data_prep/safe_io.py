@@ -135,14 +135,26 @@ class AtomicFile:
                               f"({written} of {len(data)} bytes)")
         self.bytes += len(data)
 
-    def commit(self):
-        """Flushes, syncs and renames the file to its final name."""
+    def finish(self):
+        """Completes the file under its temporary name: flushed, synced and
+        its size checked; the final name is untouched (a set of files is
+        finished first, then renamed)."""
+        if self._file.closed:
+            return
         try:
             self._file.flush()
             os.fsync(self._file.fileno())
             self._file.close()
             if os.path.getsize(self.temp_path) != self.bytes:
                 raise OSError(errno.EIO, "the file is shorter than written")
+        except OSError as error:
+            self.abort()
+            raise OutputError(describe_os_error(error, self.path)) from None
+
+    def commit(self):
+        """Finishes the file and renames it to its final name."""
+        self.finish()
+        try:
             os.replace(self.temp_path, self.path)
         except OSError as error:
             self.abort()
@@ -401,6 +413,11 @@ class OutputLock:
     @property
     def held(self):
         return self._fd is not None or self.path is None
+
+    def fileno(self):
+        """The lock file's descriptor (None: not held, or remote); a forked
+        worker closes it so that the lock ends with its parent."""
+        return self._fd
 
     def __enter__(self):
         return self.acquire()

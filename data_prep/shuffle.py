@@ -18,9 +18,9 @@ is the buckets in order, each sorted: the bucket count changes memory, never
 the bytes. The local builder (`data_prep.pipeline`) makes two passes:
 
 1. scatter: each record goes, with its key, to its bucket's file
-   (`BucketScatter`) in a temporary directory beside the output
-   (`temp_dir`: `<directory>/<stem>.shuffle-temp-<id>`, which no glob over
-   the shards matches);
+   (`BucketScatter`) in a temporary folder beside the output
+   (`temp_dir`: the hidden `<directory>/.<name>.shuffle-temp-<id>`, which
+   no glob over the shards matches, named after the whole output name);
 2. gather: bucket by bucket, the file is read into memory, sorted by key and
    its records written out (`sorted_frames`). A bucket larger than the
    memory budget is first split by the next key bits into smaller files
@@ -35,6 +35,7 @@ key followed by one TFRecord frame (which carries its own length and its
 length's checksum, checked when the bucket is read back: `BucketError`).
 """
 
+import errno
 import os
 import re
 import uuid
@@ -42,6 +43,7 @@ import uuid
 import numpy as np
 
 from data_prep import filesystems
+from data_prep import safe_io
 from data_prep import tfrecord
 
 _KEY_STREAM = 0x5EED5  # Separates the key generator from the chunk's others.
@@ -105,19 +107,20 @@ def estimated_output_bytes(input_bytes, dupe_factor):
 
 
 def temp_dir(first_shard, kind=TEMP_INFIX):
-    """A new directory name beside the outputs for a run's temporary files:
-    `<directory>/<stem><kind><id>`, where `<stem>` is the first shard's name
-    up to its first dot, so no glob over the shards (`train.tfrecord*`)
-    catches it."""
+    """A new folder name beside the outputs for a run's temporary files:
+    `<directory>/.<name><kind><id>`, where `<name>` is the first shard's
+    whole name: hidden, so no glob over the shards (`train.tfrecord*`)
+    catches it, and of one output only, so two outputs in one folder
+    (`wiki.part_a`, `wiki.part_b`) never take each other's for their own."""
     directory, name = os.path.split(first_shard)
-    stem = name.split(".")[0] or name
-    return "%s/%s%s%s" % (directory or ".", stem, kind, uuid.uuid4().hex[:12])
+    return "%s/.%s%s%s" % (directory or ".", name, kind, uuid.uuid4().hex[:12])
 
 
-def stale_temp_dirs(first_shard):
-    """Temporary directories of earlier runs of the same output that were
-    killed before they could remove them (`temp_dir` names holding nothing
-    but bucket files). Local paths only.
+def stale_temp_dirs(first_shard, kind=TEMP_INFIX):
+    """Temporary folders of earlier runs of the same output that were killed
+    before they could remove them (`temp_dir` names of this output). The
+    caller holds the output's lock, so no live run owns one. Local paths
+    only.
 
     Returns:
         Their paths, sorted.
@@ -125,13 +128,11 @@ def stale_temp_dirs(first_shard):
     if filesystems.is_remote(first_shard):
         return []
     directory, name = os.path.split(first_shard)
-    pattern = re.compile(re.escape((name.split(".")[0] or name) + TEMP_INFIX)
-                         + "[0-9a-f]{12}$")
+    pattern = re.compile(re.escape("." + name + kind) + "[0-9a-f]{12}$")
     found = []
     for entry in sorted(filesystems.listdir(directory)):
-        path = os.path.join(directory, entry)
-        if pattern.match(entry) and os.path.isdir(path) and all(
-                n.startswith("bucket-") for n in os.listdir(path)):
+        path = os.path.join(directory or ".", entry)
+        if pattern.match(entry) and os.path.isdir(path):
             found.append(path)
     return found
 
@@ -162,7 +163,11 @@ class BucketScatter:
         self._sizes = [0] * (1 << bits)
         self._files = {}  # Remote: open streams. Local: reopened to append.
         if not filesystems.is_remote(directory):
-            os.makedirs(directory)
+            try:
+                os.makedirs(directory)
+            except OSError as e:
+                raise safe_io.OutputError(
+                    safe_io.describe_os_error(e, directory)) from None
 
     def add(self, keys, frames):
         """Adds framed records with their keys (a uint64 array)."""
@@ -186,8 +191,7 @@ class BucketScatter:
                 self._files[bucket] = filesystems.create(path, self._remote)
             self._files[bucket].write(data)
         else:  # No write buffer held per bucket between flushes.
-            with open(path, "ab", buffering=0) as stream:
-                stream.write(data)
+            _append(path, data)
             self._files[bucket] = None
 
     def close(self):
@@ -205,6 +209,27 @@ class BucketScatter:
                 stream.close()
         return [bucket_path(self.directory, b, self.bits)
                 for b in sorted(self._files)]
+
+
+def _append(path, data):
+    """Appends `data` to a local file, every write checked: a partial write
+    is continued, and the error that stops it (a full disk, a file-size
+    limit) names the file and the cause.
+
+    Raises:
+        safe_io.OutputError: the data could not all be written.
+    """
+    view = memoryview(data)
+    try:
+        with open(path, "ab", buffering=0) as stream:
+            while view:
+                written = stream.write(view)
+                if not written:
+                    raise OSError(errno.ENOSPC, "no byte written")
+                view = view[written:]
+    except OSError as e:
+        raise safe_io.OutputError("the global shuffle's temporary files: "
+                                  + safe_io.describe_os_error(e, path)) from None
 
 
 def parse_bucket(data, path="bucket"):
@@ -349,7 +374,14 @@ def sorted_frames(paths, bits, memory_bytes, remote=filesystems.GFILE):
         size = filesystems.size(path, remote)
         split = split_bits(size, memory_bytes)
         if size > memory_bytes and path_bits + split <= 64:
-            parts = _split(path, path_bits, split, remote)
+            try:
+                parts = _split(path, path_bits, split, remote)
+            except BucketError:
+                raise
+            except OSError as e:  # A full disk, a file-size limit.
+                raise safe_io.OutputError(
+                    "the global shuffle's temporary files: "
+                    + safe_io.describe_os_error(e, path)) from None
             filesystems.remove(path, remote)
             pending.extend((p, path_bits + split) for p in reversed(parts))
             continue

@@ -11,16 +11,18 @@ so worker processes write TFRecords without loading TensorFlow.
 `is_record_header` tells a TFRecord file from anything else by its first 12
 bytes (a length and that length's checksum), without reading further.
 
-`ShardWriter` writes a file under a temporary name (`<path>.incomplete`) and
-renames it to `path` only in `commit()`: an interrupted run never leaves a file
-that looks complete.
+`ShardWriter` writes a file under a hidden temporary name
+(`safe_io.temporary_path`: `.<name>.incomplete`), checks every write, and
+renames it to `path` only in `commit()`: an interrupted run never leaves a
+file that looks complete, nor one that a glob of the final names matches.
 """
 
 import numpy as np
 
 from data_prep import filesystems
+from data_prep import safe_io
 
-INCOMPLETE_SUFFIX = ".incomplete"
+INCOMPLETE_SUFFIX = safe_io.INCOMPLETE_SUFFIX
 HEADER_BYTES = 12  # uint64 length + uint32 masked CRC of the length.
 _MASK_DELTA = 0xA282EAD8
 
@@ -163,41 +165,93 @@ def masked_crc32c_batch(records):
 
 
 class ShardWriter:
-    """Writes one output file under a temporary name until committed.
+    """Writes one output file under its temporary name until committed.
+
+    The file is written as `safe_io.temporary_path(path)` (the hidden
+    `.<name>.incomplete`, which no glob of the final names matches), every
+    write checked (a full disk or a file-size limit is a
+    `safe_io.OutputError` naming `path` and the cause). `finish()` completes
+    and checks it there; `commit()` also renames it to `path`. A set of
+    files is committed in two steps (`data_prep.output.commit_run`): every
+    file finished first, then the renames, so no write can fail once the
+    first earlier file is replaced.
 
     Args:
         path: the final path (local, or a URL).
         remote: the backend of URLs (`data_prep.filesystems`).
+
+    Raises:
+        safe_io.OutputError: the file cannot be created (names it).
     """
 
     def __init__(self, path, remote=filesystems.GFILE):
         self.path = path
-        self.temp_path = path + INCOMPLETE_SUFFIX
+        self.temp_path = safe_io.temporary_path(path)
         self.count = 0
         self._remote = remote
-        self._file = filesystems.create(self.temp_path, remote)
+        self._finished = False
+        if filesystems.is_remote(path):
+            self._atomic = None
+            self._file = filesystems.create(self.temp_path, remote)
+        else:
+            self._atomic = safe_io.AtomicFile(path)
+            self._file = None
 
     def write(self, frame):
         """Appends one framed record."""
-        self._file.write(frame)
+        if self._atomic is not None:
+            self._atomic.write(frame)
+        else:
+            self._file.write(frame)
         self.count += 1
 
+    def finish(self):
+        """Completes the file under `temp_path` (flushed, synced, its size
+        checked); the final name is untouched."""
+        if self._finished:
+            return
+        if self._atomic is not None:
+            self._atomic.finish()
+        else:
+            self._file.close()
+        self._finished = True
+
     def commit(self):
-        """Closes the file and renames it to its final name."""
-        self._file.close()
-        filesystems.rename(self.temp_path, self.path, self._remote)
+        """Finishes the file and renames it to its final name."""
+        self.finish()
+        rename_into_place(self.temp_path, self.path, self._remote)
 
     def abort(self):
         """Closes and deletes the temporary file (best effort)."""
         try:
-            self._file.close()
-            filesystems.remove(self.temp_path, self._remote)
+            if self._atomic is not None:
+                self._atomic.abort()
+            elif not self._finished:
+                self._file.close()
+            if filesystems.exists(self.temp_path, self._remote):
+                filesystems.remove(self.temp_path, self._remote)
         except Exception:  # Cleanup must not hide the original error.
             pass
 
 
+def rename_into_place(temp_path, path, remote=filesystems.GFILE):
+    """Renames a finished temporary file to its final name.
+
+    Raises:
+        safe_io.OutputError: the rename failed (names `path` and the cause).
+    """
+    try:
+        filesystems.rename(temp_path, path, remote)
+    except OSError as e:
+        raise safe_io.OutputError(safe_io.describe_os_error(e, path)) from None
+
+
 def write_text_atomically(path, text, remote=filesystems.GFILE):
-    """Writes a text file through a temporary name and a rename."""
+    """Writes a text file through a checked temporary file and a rename.
+
+    Raises:
+        safe_io.OutputError: it could not be written (names it and why).
+    """
     writer = ShardWriter(path, remote)
     writer.write(text.encode("utf-8"))
     writer.commit()

@@ -14,12 +14,15 @@ the trainer and the exporters call it before relying on the ids.
 
 import heapq
 import os
+import re
 
 import sentencepiece as spm
 from absl import logging
 
 from data_prep import filesystems
+from data_prep import output
 from data_prep import reader
+from data_prep import safe_io
 from data_prep import text as text_lib
 
 PAD_ID = 0
@@ -189,6 +192,38 @@ def sample_sentences(sentences, sample_size, seed):
             sorted(heap, key=lambda entry: entry[1])]
 
 
+def check_outputs(model_prefix):
+    """Refuses a `--model_prefix` whose files cannot be written, before any
+    work: a folder instead of a prefix, a read-only folder, a folder where
+    `<prefix>.model` goes.
+
+    Raises:
+        safe_io.OutputError: naming `--model_prefix` and what is wrong.
+    """
+    if not os.path.basename(model_prefix.strip()):
+        raise safe_io.OutputError(
+            "--model_prefix=%s names a folder; give a file prefix, such as "
+            "vocab/30k-clean (writes vocab/30k-clean.model and .vocab)"
+            % model_prefix)
+    if filesystems.is_remote(model_prefix):
+        raise safe_io.OutputError(
+            "--model_prefix=%s: SentencePiece writes local files only; give "
+            "a local prefix and copy the files" % model_prefix)
+    for path in output_paths(model_prefix):
+        safe_io.check_output_path(path, "--model_prefix", kind="file")
+
+
+def output_paths(model_prefix):
+    """`(model_path, vocab_path)` of `--model_prefix`."""
+    return model_prefix + ".model", model_prefix + ".vocab"
+
+
+def output_lock(model_prefix):
+    """The lock a vocabulary run holds on its `--model_prefix`."""
+    return output.LockedOutput(safe_io.OutputLock(
+        model_prefix, "build_vocab", flag="--model_prefix", kind="file"))
+
+
 def train_vocab(input_patterns, model_prefix, vocab_size=30000,
                 do_lower_case=True, input_sentence_size=10_000_000,
                 character_coverage=0.9995, hard_vocab_limit=True, seed=12345,
@@ -198,6 +233,8 @@ def train_vocab(input_patterns, model_prefix, vocab_size=30000,
     Every non-blank line of the input is one sentence; lines go through
     `preprocess_text` before training. At most `input_sentence_size` sentences
     (a uniform sample of the corpus, `sample_sentences`) are held in memory.
+    One run at a time writes a `model_prefix` (`output_lock`); the files
+    appear whole or not at all.
 
     Args:
         input_patterns: comma-separated paths or glob patterns (plain or gzip
@@ -222,18 +259,117 @@ def train_vocab(input_patterns, model_prefix, vocab_size=30000,
         reader.InputError: an input is missing, unreadable or holds no text.
         SpecialPiecesError: the trained model lacks the special pieces (for
             example a user symbol clashing with them in extra options).
+        ValueError: a bad value, a vocabulary size the corpus cannot give.
+        safe_io.OutputError: the files cannot be written (a read-only
+            folder, a full disk), or another run writes the same prefix.
     """
+    check_outputs(model_prefix)
     paths = reader.text_files(reader.expand_input_patterns(input_patterns))
-    counters = reader.ReadCounters()
-    sentences = (item for index, path in enumerate(paths)
-                 for item in numbered_sentences(path, index, counters,
-                                                do_lower_case))
-    sample = sample_sentences(sentences, input_sentence_size, seed)
-    return train_from_sentences(
-        sample, model_prefix, input_patterns, counters, len(paths),
-        vocab_size=vocab_size, character_coverage=character_coverage,
-        hard_vocab_limit=hard_vocab_limit, num_threads=num_threads,
-        extra_trainer_options=extra_trainer_options)
+    check_not_inputs(paths, model_prefix)
+    with output_lock(model_prefix):
+        counters = reader.ReadCounters()
+        sentences = (item for index, path in enumerate(paths)
+                     for item in numbered_sentences(path, index, counters,
+                                                    do_lower_case))
+        sample = sample_sentences(sentences, input_sentence_size, seed)
+        return train_from_sentences(
+            sample, model_prefix, input_patterns, counters, len(paths),
+            vocab_size=vocab_size, character_coverage=character_coverage,
+            hard_vocab_limit=hard_vocab_limit, num_threads=num_threads,
+            extra_trainer_options=extra_trainer_options)
+
+
+def check_not_inputs(paths, model_prefix):
+    """Refuses a run whose `.model` or `.vocab` is one of its inputs (a
+    rerun over `vocab/*` would read its own `.vocab` as text).
+
+    Raises:
+        ValueError: naming the file.
+    """
+    inputs = {os.path.realpath(p) for p in paths
+              if not filesystems.is_remote(p)}
+    for path in output_paths(model_prefix):
+        if os.path.realpath(path) in inputs:
+            raise ValueError(
+                "--model_prefix=%s would overwrite the input file %s; choose "
+                "a --model_prefix that no --input_file pattern matches"
+                % (model_prefix, path))
+
+
+def _trainer_error(error, vocab_size, character_coverage):
+    """SentencePiece's error as one line naming the flag to change."""
+    message = str(error)
+    too_small = re.search(r"smaller than required_chars\. (\d+) vs (\d+)",
+                          message)
+    if too_small:
+        needed = int(too_small.group(2))
+        return ValueError(
+            "--vocab_size=%d is too small for this corpus: its distinct "
+            "characters (with --character_coverage=%g) and the %d special "
+            "and user pieces need at least %d pieces; raise --vocab_size or "
+            "lower --character_coverage"
+            % (vocab_size, character_coverage,
+               len(SPECIAL_PIECES) + len(USER_SYMBOLS), needed))
+    too_high = re.search(r"Vocabulary size too high \((\d+)\)\. Please set "
+                         r"it to a value <= (\d+)", message)
+    if too_high:
+        return ValueError(
+            "--vocab_size=%d is more pieces than this corpus can give (at most "
+            "%s); lower --vocab_size, add text, or pass --nohard_vocab_limit"
+            % (vocab_size, too_high.group(2)))
+    # "INTERNAL: src/x.cc(12) [check] what": keep what.
+    return ValueError("SentencePiece training failed: %s" % re.sub(
+        r"^\w+: \S+\(\d+\) \[.*?\] ", "", message.strip()).splitlines()[0])
+
+
+def _cut_short(path):
+    """Why a file SentencePiece wrote is incomplete: it does not check its
+    writes, so the cause is guessed from the place."""
+    import resource  # Unix only; this runs on Unix.
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit != resource.RLIM_INFINITY and os.path.getsize(path) >= limit:
+        cause = "the file-size limit was reached (ulimit -f)"
+    else:
+        stat = os.statvfs(os.path.dirname(os.path.abspath(path)))
+        cause = ("the disk is full" if stat.f_bavail * stat.f_frsize < (1 << 20)
+                 else "the file is incomplete")
+    return cause
+
+
+def _move_into_place(temp_prefix, model_prefix, piece_size):
+    """Checks the files SentencePiece wrote under `temp_prefix` and renames
+    them to `model_prefix`'s: the `.vocab` first, the `.model` last, so a
+    `.model` is there only beside its `.vocab`.
+
+    Raises:
+        safe_io.OutputError: a file was cut short (a full disk, a
+            file-size limit), naming it; nothing is renamed then.
+    """
+    temps = output_paths(temp_prefix)
+    finals = output_paths(model_prefix)
+    try:
+        load_model(temps[0])
+    except SpecialPiecesError:
+        raise safe_io.OutputError("could not write %s: %s" % (
+            finals[0], _cut_short(temps[0]))) from None
+    with open(temps[1], "rb") as f:
+        lines = f.read().count(b"\n")
+    if lines != piece_size:
+        raise safe_io.OutputError("could not write %s: %s" % (
+            finals[1], _cut_short(temps[1])))
+    for temp, final in zip(temps[::-1], finals[::-1]):
+        try:
+            os.replace(temp, final)
+        except OSError as e:
+            raise safe_io.OutputError(safe_io.describe_os_error(e, final)) from None
+
+
+def _remove(paths):
+    for path in paths:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
 
 
 def train_from_sentences(sample, model_prefix, input_patterns, counters,
@@ -242,6 +378,10 @@ def train_from_sentences(sample, model_prefix, input_patterns, counters,
                          extra_trainer_options=None):
     """Trains the model on sampled, preprocessed sentences (the second half
     of `train_vocab`; `data_prep.beam_vocab` samples with Beam instead).
+
+    SentencePiece writes under a hidden temporary prefix
+    (`safe_io.temporary_path`: `.<name>.incomplete.model`, `.vocab`); the
+    files are checked and renamed into place only when both are whole.
 
     Args:
         sample: the sentences (a list).
@@ -258,6 +398,8 @@ def train_from_sentences(sample, model_prefix, input_patterns, counters,
     Raises:
         reader.InputError: the sample is empty.
         SpecialPiecesError: the trained model lacks the special pieces.
+        ValueError: the trainer refused the values (names the flag).
+        safe_io.OutputError: a file could not be written.
     """
     logging.info("Read %d lines from %d files; training on %d sentences.",
                  counters.lines, num_files, len(sample))
@@ -267,9 +409,14 @@ def train_from_sentences(sample, model_prefix, input_patterns, counters,
             "No text to train a vocabulary on in %r." % (input_patterns,))
     directory = os.path.dirname(model_prefix)
     if directory:
-        os.makedirs(directory, exist_ok=True)
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as e:
+            raise safe_io.OutputError(
+                safe_io.describe_os_error(e, directory)) from None
+    temp_prefix = safe_io.temporary_path(model_prefix)
     options = dict(
-        model_prefix=model_prefix,
+        model_prefix=temp_prefix,
         model_type="unigram",
         vocab_size=vocab_size,
         pad_id=PAD_ID,
@@ -285,7 +432,24 @@ def train_from_sentences(sample, model_prefix, input_patterns, counters,
         minloglevel=1,
     )
     options.update(extra_trainer_options or {})
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(sample), **options)
-    model_path = model_prefix + ".model"
-    check_special_pieces(model_path)
-    return model_path, model_prefix + ".vocab"
+    try:
+        try:
+            spm.SentencePieceTrainer.train(sentence_iterator=iter(sample),
+                                           **options)
+        except RuntimeError as e:
+            raise _trainer_error(e, vocab_size, character_coverage) from None
+        temp_model = output_paths(temp_prefix)[0]
+        piece_size = check_special_pieces(temp_model).get_piece_size() if (
+            _loads(temp_model)) else -1
+        _move_into_place(temp_prefix, model_prefix, piece_size)
+    finally:
+        _remove(output_paths(temp_prefix))
+    return output_paths(model_prefix)
+
+
+def _loads(path):
+    try:
+        load_model(path)
+        return True
+    except SpecialPiecesError:
+        return False

@@ -28,6 +28,9 @@ way. The TF-Hub-style encoder and preprocessor are not affected: the
 preprocessor packs to `max_seq_length` (or its `seq_length` argument) and the
 encoder takes any T up to `max_position_embeddings`. Every folder is
 written under `<export_dir>/.staging-*` and renamed into place when complete.
+One export at a time holds `<export_dir>`'s lock; a killed run's staging
+folder is removed by the next run. Every signature checks its inputs' rank
+(and the encoder's, their shapes and id ranges) when called.
 The SavedModels need tensorflow and tensorflow-text only (import
 `tensorflow_text` before `tf.saved_model.load`). The flags are the fields of
 `export.options.ExportOptions`; the work is done by
@@ -41,13 +44,44 @@ written.
 """
 
 import dataclasses
+import os
 
 from data_prep import options as options_lib
+from data_prep import safe_io
 from export.options import ExportOptions
+from export.options import check_model_name
+
+PROGRAM = "export_saved_model"
+
+
+def check_options(options):
+    """Refuses bad flags, missing inputs and an unwritable output before
+    any work, in one line naming the flag.
+
+    Raises:
+        ValueError: a value out of range, a model name that is not one
+            folder name, a missing input file, or an `--export_dir` that
+            cannot be written (`safe_io.OutputError`).
+    """
+    options_lib.check_values(options)
+    check_model_name(options.model_name)
+    for flag in ("albert_config_file", "spm_model_file"):
+        path = getattr(options, flag)
+        if "://" not in path and not os.path.isfile(path):
+            raise FileNotFoundError(f"--{flag}={path}: no such file")
+    checkpoint = options.checkpoint
+    if "://" not in checkpoint and not (
+            os.path.isdir(checkpoint) or os.path.exists(checkpoint + ".index")):
+        raise FileNotFoundError(f"--checkpoint={checkpoint}: no checkpoint "
+                                "folder or prefix (PREFIX.index) there")
+    safe_io.check_output_path(options.export_dir, "--export_dir")
 
 
 def export(options):
     """Exports as `options` (an `ExportOptions`) say.
+
+    The run holds `--export_dir`'s lock (one export into a folder at a
+    time), and removes the staging folders that killed runs left there.
 
     Returns:
         What `exporter.export_from_checkpoint` returns (also printed, one
@@ -56,13 +90,20 @@ def export(options):
     Raises:
         export.serving_compat.UnknownServingVersionError: an unknown
             `tf_serving_version` (refused before anything is read).
+        ValueError: see `check_options`; `safe_io.OutputLockedError`:
+            another run holds `--export_dir`; `safe_io.OutputError`: a
+            write failed (names the file and the cause).
     """
     # pylint: disable=import-outside-toplevel
-    from export import exporter
     from export import serving_compat
     if options.tf_serving_version is not None:
         serving_compat.release_name(options.tf_serving_version)
-    paths = exporter.export_from_checkpoint(**dataclasses.asdict(options))
+    check_options(options)
+    from export import exporter
+    from export import layout
+    with safe_io.OutputLock(options.export_dir, PROGRAM, flag="--export_dir"):
+        layout.remove_stale_staging(options.export_dir)
+        paths = exporter.export_from_checkpoint(**dataclasses.asdict(options))
     for name, path in paths.items():
         print("%s: %s" % (name, path))
     return paths

@@ -16,6 +16,10 @@ import uuid
 import tensorflow as tf
 from absl import logging
 
+from export.options import check_model_name
+
+STAGING_PREFIX = ".staging-"
+
 
 class VersionExistsError(FileExistsError):
     """The requested version folder already exists."""
@@ -79,13 +83,16 @@ class StagedExport:
         version: an int, or None for `next_version` of those models.
 
     Raises:
-        ValueError: a version below 1.
+        ValueError: a version below 1, or a model name that is not one
+            folder name (`export.options.check_model_name`).
         VersionExistsError: the version exists for one of the models.
     """
 
     def __init__(self, export_dir, model_names, version=None):
         self.export_dir = export_dir
         self.model_names = list(model_names)
+        for name in self.model_names:
+            check_model_name(name)
         model_dirs = [os.path.join(export_dir, n) for n in self.model_names]
         if version is None:
             version = next_version(model_dirs)
@@ -96,7 +103,8 @@ class StagedExport:
         self.version = version
         self._check_free()
         self.staging_dir = os.path.join(
-            export_dir, ".staging-%d-%s" % (version, uuid.uuid4().hex[:8]))
+            export_dir, "%s%d-%s" % (STAGING_PREFIX, version,
+                                     uuid.uuid4().hex[:8]))
         tf.io.gfile.makedirs(self.staging_dir)
 
     def _check_free(self):
@@ -141,3 +149,26 @@ class StagedExport:
         """Removes the staging folder (nothing was moved into place)."""
         if tf.io.gfile.exists(self.staging_dir):
             tf.io.gfile.rmtree(self.staging_dir)
+
+
+def remove_stale_staging(export_dir):
+    """Removes the staging folders that killed exports left in `export_dir`.
+
+    Only for a caller that holds `export_dir`'s lock
+    (`data_prep.safe_io.OutputLock`): no other export is then writing one.
+
+    Returns:
+        The folders removed.
+    """
+    if not tf.io.gfile.isdir(export_dir):
+        return []
+    removed = []
+    for entry in tf.io.gfile.listdir(export_dir):
+        entry = entry.rstrip("/")
+        if entry.startswith(STAGING_PREFIX):
+            path = os.path.join(export_dir, entry)
+            logging.warning("Removing %s, left by an export that did not "
+                            "finish", path)
+            tf.io.gfile.rmtree(path)
+            removed.append(path)
+    return removed

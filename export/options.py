@@ -38,14 +38,15 @@ class ExportOptions:
         "preprocessor get `_encoder` and `_preprocessor` appended.")
     version: Optional[int] = option(
         None, "Version number; default: one more than the highest existing "
-        "version of the three models.")
+        "version of the three models.", minimum=1)
     max_seq_length: int = option(
         128, "Sequence length of the text-in signatures and the "
-        "preprocessor's default; longer text is truncated.")
+        "preprocessor's default; longer text is truncated.", minimum=3)
     do_lower_case: bool = option(
         True, "Lowercase the text (as the vocabulary was built).")
     top_k: int = option(
-        5, "Predictions per mask returned by the fill_mask signature.")
+        5, "Predictions per mask returned by the fill_mask signature.",
+        minimum=1)
     save_keras: bool = option(
         True, "Also save the encoder as `encoder.keras`.")
     tf_serving_version: Optional[str] = option(
@@ -60,3 +61,27 @@ class ExportOptions:
         "--max_seq_length (static shapes, for TPU serving and batching "
         "servers).", choices=SERVING_SHAPES)
     serving_dtype: str = serving_dtype_option()
+
+
+def check_model_name(name, flag="--model_name"):
+    """Refuses a model name that is not one plain folder name.
+
+    TF Serving reads `<export_dir>/<model_name>/<version>/`; a name such as
+    `../x`, `a/b`, `/abs`, `.` or `` would put the export somewhere else
+    than the folder the user named (or into the export folder itself), and
+    a hidden name could be taken for a staging folder.
+
+    Args:
+        name: the model name.
+        flag: the flag it came from, as typed.
+
+    Raises:
+        ValueError: naming the flag, the value and the rule.
+    """
+    if (not name or name in (".", "..") or name.startswith(".")
+            or "/" in name or "\\" in name or "\0" in name
+            or name != name.strip()):
+        raise ValueError(
+            f"{flag}={name!r} is not a folder name inside --export_dir: "
+            "use one name (letters, digits, '_', '-', '.'; not starting "
+            "with '.', no '/')")

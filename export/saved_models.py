@@ -99,6 +99,60 @@ def _encoder_outputs(encoder, inputs, training=False):
     }
 
 
+_ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+def checked_encoder_inputs(inputs, config):
+    """The encoder inputs of a signature, checked when run.
+
+    Each must be int32 `[B, T]` (rank checked in the graph, as in
+    `preprocessing.checked_texts`), all three of one shape, T at most the
+    model's `max_position_embeddings`, and the ids within their tables: out
+    of range, an embedding lookup fails on CPU and reads zeros on GPU.
+
+    Args:
+        inputs: a dict with the three keys of `_ENCODER_INPUTS`.
+        config: the encoder's `AlbertConfig`.
+
+    Returns:
+        The dict of the checked tensors.
+
+    Raises:
+        tf.errors.InvalidArgumentError: at run time, naming the input.
+    """
+    checked = {}
+    for name in _ENCODER_INPUTS:
+        value = inputs[name]
+        rank_check = tf.debugging.Assert(
+            tf.equal(tf.raw_ops.Rank(input=value), 2),
+            [f"{name} must be an int32 [B, T] tensor. Received shape:",
+             tf.shape(value)])
+        with tf.control_dependencies([rank_check]):
+            checked[name] = tf.raw_ops.EnsureShape(input=value,
+                                                   shape=[None, None])
+    ids = checked["input_word_ids"]
+    checks = [
+        tf.debugging.assert_equal(
+            tf.shape(checked[name]), tf.shape(ids),
+            message=f"{name} must have the shape of input_word_ids [B, T]")
+        for name in _ENCODER_INPUTS[1:]]
+    checks.append(tf.debugging.assert_less_equal(
+        tf.shape(ids)[1], config.max_position_embeddings,
+        message="input_word_ids: its length T exceeds max_position_embeddings="
+                f"{config.max_position_embeddings} (the model's position "
+                "table)"))
+    for name, size in (("input_word_ids", config.vocab_size),
+                       ("input_type_ids", config.type_vocab_size),
+                       ("input_mask", 2)):
+        checks.append(tf.debugging.assert_non_negative(
+            checked[name], message=f"{name} holds a negative value"))
+        checks.append(tf.debugging.assert_less(
+            checked[name], size,
+            message=f"{name} holds a value >= {size}, the size of its table"))
+    with tf.control_dependencies(checks):
+        return {name: tf.identity(value) for name, value in checked.items()}
+
+
 def _new_root(model_variables):
     """A trackable root holding a Keras model's variables (not the model).
 
@@ -311,6 +365,7 @@ def optional_text_b(text, text_b):
     Fails with a clear message when a non-empty `text_b` does not hold one
     string per `text`.
     """
+    text_b = preprocessing.checked_texts(text_b, "text_b")
     has_pairs = tf.size(text_b) > 0
     with tf.control_dependencies([tf.cond(
             has_pairs, lambda: _check_pair_batch(text, text_b), tf.no_op)]):
@@ -354,6 +409,7 @@ def build_serving_model(pretrainer, preprocessor, top_k=5, assets=None,
     run_encoder = model_runner(encoder_outputs, compile_with_xla)
 
     def encode(text, text_b=None):
+        text = preprocessing.checked_texts(text, "text")
         inputs = preprocessor.encode(text, text_b, pad_to_longest=dynamic)
         outputs = (run_by_length(run_encoder, inputs) if dynamic
                    else run_encoder(inputs))
@@ -363,6 +419,7 @@ def build_serving_model(pretrainer, preprocessor, top_k=5, assets=None,
     @tf.function(autograph=False, input_signature=[_STRINGS, _STRINGS])
     def serve(text, text_b=tf.constant([], tf.string)):
         # An empty `text_b` tensor means "no second segment" for every row.
+        text = preprocessing.checked_texts(text, "text")
         return encode(text, optional_text_b(text, text_b))
 
     @tf.function(autograph=False, input_signature=[_STRINGS])
@@ -372,11 +429,14 @@ def build_serving_model(pretrainer, preprocessor, top_k=5, assets=None,
     @tf.function(autograph=False, input_signature=[_STRINGS])
     def fill_mask(text):
         return fill_mask_lib.fill_mask_outputs(
-            pretrainer, preprocessor, text, top_k, dynamic,
+            pretrainer, preprocessor, preprocessing.checked_texts(text, "text"),
+            top_k, dynamic,
             encode=lambda inputs: run_encoder(inputs)["sequence_output"])
 
     @tf.function(autograph=False, input_signature=[_STRINGS, _STRINGS])
     def sop(text, text_b):
+        text = preprocessing.checked_texts(text, "text")
+        text_b = preprocessing.checked_texts(text_b, "text_b")
         with tf.control_dependencies([_check_pair_batch(text, text_b)]):
             inputs = preprocessor.encode(text, text_b,
                                          pad_to_longest=dynamic)
@@ -416,8 +476,9 @@ def build_encoder_model(encoder, assets=None):
     # call these two functions.
     def encoder_function(training):
         return tf.function(
-            lambda inputs: _with_default(
-                _encoder_outputs(encoder, inputs, training)),
+            lambda inputs: _with_default(_encoder_outputs(
+                encoder, checked_encoder_inputs(inputs, encoder.config),
+                training)),
             input_signature=[_ENCODER_SPEC], autograph=False)
 
     serve, serve_training = encoder_function(False), encoder_function(True)
@@ -459,7 +520,7 @@ class _Tokenize(tf.Module):
 
     @tf.function(autograph=False, input_signature=[_STRINGS])
     def __call__(self, text):
-        return self._preprocessor.tokenize(text)
+        return self._preprocessor.tokenize(preprocessing.checked_texts(text))
 
     @tf.function(autograph=False, input_signature=[])
     def get_special_tokens_dict(self):
@@ -515,7 +576,7 @@ def build_preprocessor_model(preprocessor, assets=None):
 
         @tf.function(autograph=False, input_signature=[_STRINGS])
         def __call__(self, text):
-            return preprocessor.encode(text)
+            return preprocessor.encode(preprocessing.checked_texts(text))
 
     root = PreprocessorRoot()
     root.preprocessor = preprocessor

@@ -72,8 +72,11 @@ def _save(root, signatures, export_dir, model_name, version, spm_model_file,
         tf.saved_model.save(root, staged.path(model_name), signatures=signatures)
         precision_choice.write(record, staged.path(model_name))
         serving_compat.check_export({model_name: staged.path(model_name)})
-    except Exception:
+    except Exception as error:
         staged.abort()
+        converted = exporter.write_error(error, staged.staging_dir)
+        if converted is not error:
+            raise converted from None
         raise
     return staged.commit()[model_name]
 
@@ -139,11 +142,12 @@ def export_classifier(model, spm_model_file, export_dir, labels=None,
 
     @tf.function(autograph=False, input_signature=[_STRINGS, _STRINGS])
     def serve(text, text_b=tf.constant([], tf.string)):
+        text = preprocessing.checked_texts(text, "text")
         return classify(text, saved_models.optional_text_b(text, text_b))
 
     @tf.function(autograph=False, input_signature=[_STRINGS])
     def serve_single(text):
-        return classify(text)
+        return classify(preprocessing.checked_texts(text, "text"))
 
     root.serve = serve
     root.serve_single = serve_single
@@ -324,6 +328,12 @@ def export_span_extractor(model, spm_model_file, export_dir,
 
     @tf.function(autograph=False, input_signature=[_STRINGS, _STRINGS])
     def serve(question, context):
+        question = preprocessing.checked_texts(question, "question")
+        context = preprocessing.checked_texts(context, "context")
+        with tf.control_dependencies([tf.debugging.assert_equal(
+                tf.shape(context)[0], tf.shape(question)[0],
+                message="context must hold one string per question")]):
+            context = tf.identity(context)
         query = preprocessor.tokenize(question)[:, :max_query_length]
         words, word_starts, word_ends = words_tokenizer.tokenize_with_offsets(
             context)  # [B, (W)], byte offsets

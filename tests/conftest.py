@@ -14,7 +14,7 @@ XDIST_GROUPS = {
     # exported_albert, loaded_serving_model, exported_tasks.
     "exports": ("test_exporter.py", "test_graph_ops.py", "test_keras_layer.py",
                 "test_rest_examples.py", "test_serving_compat.py",
-                "test_export_tasks.py"),
+                "test_export_tasks.py", "test_export.py"),
     # tests/journeys/common.py's pretraining run.
     "journeys": ("test_pretrain_journey.py", "test_finetune_journey.py",
                  "test_convert_journey.py"),

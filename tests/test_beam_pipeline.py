@@ -12,6 +12,7 @@ from data_prep import beam_pipeline
 from data_prep import instances
 from data_prep import pipeline
 from data_prep import reader
+from data_prep import safe_io
 from data_prep import tfrecord
 
 OPTIONS = instances.InstanceOptions(max_seq_length=64,
@@ -65,7 +66,7 @@ def test_direct_runner_writes_the_local_bytes(tmp_path, corpus,
     # Only the shards and the statistics remain: the pieces are gone.
     assert sorted(os.listdir(tmp_path / "b")) == sorted(
         os.path.basename(p) for p in beam["output_files"] + [
-            pipeline.stats_path(beam["output_files"][0])])
+            pipeline.stats_path(str(tmp_path / "b" / "t.tfrecord"))])
 
 
 @pytest.mark.slow
@@ -129,7 +130,8 @@ def test_empty_non_utf8_and_gzip_files_are_counted_as_locally(
         "\n\n".join(documents[:20]).encode() + b"\nbad \xff\xfe line\n\n"
         + "\n\n".join(documents[20:40]).encode() + b"\n")
     (tmp_path / "b.txt").write_bytes(b"")
-    (tmp_path / "c.txt").write_bytes(b"\xc3\x28 \xa0\xa1\n" * 3)
+    (tmp_path / "c.txt").write_bytes(  # Stray bad lines in UTF-8 text.
+        b"One line.\n\xc3\x28 \xa0\xa1\n" * 3 + b"Last line.\n")
     with gzip.open(tmp_path / "d.txt", "wt", encoding="utf-8") as f:
         f.write("\n\n".join(documents[40:60]) + "\n\nonly one sentence.\n")
     inputs = str(tmp_path / "*.txt")
@@ -284,7 +286,7 @@ def test_piece_layout_gives_each_shard_one_group(tmp_path):
         path = str(tmp_path / ("s%d" % shard))
         written = beam_pipeline.write_shard(shard, path, str(tmp_path),
                                             counts, 3)
-        with open(path + tfrecord.INCOMPLETE_SUFFIX, "rb") as f:
+        with open(safe_io.temporary_path(path), "rb") as f:
             shards.append(f.read())
         assert written == [4, 4, 4][shard]
     # Output positions 0..11 dealt round-robin: chunk (0, 0) then (0, 1).

@@ -31,8 +31,8 @@ def test_round_trip_through_hugging_face(tmp_path, random_pretrainer,
     hf = str(tmp_path / "hf")
     convert_checkpoint(ours, hf, source="albert_tf", target="huggingface")
     assert sorted(os.listdir(hf)) == [
-        "config.json", core.REPORT_NAME, "model.safetensors", "spiece.model",
-        "tokenizer_config.json"]
+        "config.json", core.MANIFEST_NAME, core.REPORT_NAME,
+        "model.safetensors", "spiece.model", "tokenizer_config.json"]
     with open(os.path.join(hf, "config.json")) as f:
         config = json.load(f)
     assert config["model_type"] == "albert"

@@ -100,7 +100,8 @@ def test_round_trip_through_the_official_format(
     convert_checkpoint(ours, official, source="albert_tf", target="tf1")
     assert sorted(os.listdir(official)) == [
         "30k-clean.model", "30k-clean.vocab", "albert_config.json",
-        core.REPORT_NAME, "model.ckpt-best.data-00000-of-00001",
+        core.MANIFEST_NAME, core.REPORT_NAME,
+        "model.ckpt-best.data-00000-of-00001",
         "model.ckpt-best.index"]
 
     # Readable by tf.train, with exactly the official names and shapes.

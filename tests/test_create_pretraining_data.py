@@ -25,7 +25,7 @@ def test_cli_official_flags(corpus_cli_env, tmp_path, corpus_files,
         "--norandom_next_sentence", "--random_seed=3", "--do_lower_case",
         "--num_workers=1", "--num_output_shards=2")
     assert result.returncode == 0, result.stderr
-    stats = json.loads((tmp_path / "data" / "train.stats.json").read_text())
+    stats = json.loads((tmp_path / "data" / "stats.train.tfrecord.json").read_text())
     assert stats["instances"] > 100
     assert stats["settings"]["max_seq_length"] == 64
     assert (tmp_path / "data" / "train.tfrecord-00001-of-00002").exists()
@@ -52,12 +52,11 @@ def test_cli_bad_inputs_fail_cleanly(corpus_cli_env, tmp_path, corpus_files,
     _assert_clean_failure(
         _run(corpus_cli_env, "--input_file=%s" % corpus_files, out,
              "--spm_model_file=%s" % spm_model_path, "--max_seq_length=3"),
-        "max_seq_length must be >= 5")
+        "--max_seq_length must be a number >= 5")
     _assert_clean_failure(
         _run(corpus_cli_env, "--input_file=%s" % corpus_files, out,
              "--spm_model_file=%s" % spm_model_path, "--shuffle_memory_mb=0.1"),
-        "shuffle_memory_mb must be at least 1 (MB of records sorted in memory "
-        "at a time). Received: 0.1")
+        "--shuffle_memory_mb must be a finite number >= 1. Received: 0.1")
     assert not list(tmp_path.glob("o.tfrecord*"))
     assert not list(tmp_path.glob("o.*"))
 
@@ -112,11 +111,11 @@ def test_cli_rerun_over_its_outputs_and_help(corpus_cli_env, tmp_path,
                   "--num_output_shards=2", *flags)
     assert second.returncode == 0, second.stderr
     assert "Skipping 5 input files that are not text: " in second.stderr
-    assert "%s (JSON)" % (data / "train.stats.json") in second.stderr
+    assert "%s (JSON)" % (data / "stats.train.tfrecord.json") in second.stderr
     assert sorted(os.listdir(data)) == [
-        "corpus.txt", "train.stats.json", "train.tfrecord-00000-of-00002",
-        "train.tfrecord-00001-of-00002"]
-    stats = json.loads((data / "train.stats.json").read_text())
+        "corpus.txt", "stats.train.tfrecord.json",
+        "train.tfrecord-00000-of-00002", "train.tfrecord-00001-of-00002"]
+    stats = json.loads((data / "stats.train.tfrecord.json").read_text())
     assert stats["input_files"] == [str(data / "corpus.txt")]
     # The same corpus, read once: as many instances as the first run.
     assert "Wrote %d instances" % stats["instances"] in first.stderr
@@ -157,7 +156,7 @@ def test_cli_beam_runner_writes_the_local_bytes_without_tensorflow(
         assert ((tmp_path / "l" / name).read_bytes()
                 == (tmp_path / "b" / name).read_bytes())
     assert sorted(os.listdir(tmp_path / "b")) == [
-        "t-00000-of-00002", "t-00001-of-00002", "t.stats.json"]
+        "stats.t.json", "t-00000-of-00002", "t-00001-of-00002"]
 
 
 def test_cli_beam_options_need_a_runner_and_must_exist(

@@ -213,7 +213,7 @@ def test_bad_inputs_are_named(model, albert_spm_model):
     with pytest.raises(ValueError, match="must yield batches of texts"):
         model.evaluate(tf.data.Dataset.from_tensor_slices(
             (["a"], [1])).batch(1))
-    with pytest.raises(TypeError, match="x must be a list of strings"):
+    with pytest.raises(TypeError, match="x must be a flat list of strings"):
         model.evaluate(np.zeros((2, 3)))
     with pytest.raises(ValueError, match="An AlbertEncoder needs its "
                        "SentencePiece model"):

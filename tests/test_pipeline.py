@@ -69,7 +69,8 @@ def test_outputs_and_statistics_file(built):
     assert not glob.glob(out + "*" + tfrecord.INCOMPLETE_SUFFIX)
     # The statistics file is not caught by a glob over the shards.
     assert sorted(glob.glob(out + "*")) == stats["output_files"]
-    with open(os.path.join(os.path.dirname(out), "train.stats.json")) as f:
+    with open(os.path.join(os.path.dirname(out),
+                           "stats.train.tfrecord.json")) as f:
         on_disk = json.load(f)
     assert on_disk["instances"] == stats["instances"] == len(features["input_ids"])
     assert sum(on_disk["records_per_shard"]) == stats["instances"]
@@ -287,13 +288,15 @@ def test_rerun_over_its_own_outputs_reads_text_and_reshards(
     skips = [r.getMessage() for r in caplog.records
              if "not text" in r.getMessage()]
     assert len(skips) == 1
-    for name, why in (("train.stats.json", "JSON"), ("spm.model", "binary"),
+    for name, why in (("stats.train.tfrecord.json", "JSON"),
+                      ("train.tfrecord.stats.json", "JSON"),
+                      ("spm.model", "binary"),
                       ("train.tfrecord-00003-of-00004", "TFRecord"),
                       ("train.tfrecord-backup", "binary")):
         assert "%s (%s)" % (data / name, why) in skips[0]
     # The 4 old shards and the old statistics file are gone; the rest stays.
     assert sorted(os.listdir(data)) == [
-        "corpus.txt", "spm.model", "train.stats.json",
+        "corpus.txt", "spm.model", "stats.train.tfrecord.json",
         "train.tfrecord-00000-of-00002", "train.tfrecord-00001-of-00002",
         "train.tfrecord-backup"]
     removed = [r.getMessage() for r in caplog.records
@@ -409,7 +412,8 @@ def test_global_order_is_mixed_and_independent_of_the_memory_budget(
     assert stats["settings"]["global_shuffle"] is True
     # Only the shards and the statistics remain.
     assert sorted(os.listdir(tmp_path / "b")) == [
-        "t.stats.json", "t.tfrecord-00000-of-00002", "t.tfrecord-00001-of-00002"]
+        "stats.t.tfrecord.json", "t.tfrecord-00000-of-00002",
+        "t.tfrecord-00001-of-00002"]
 
 
 def _frames_of(shards):
@@ -435,7 +439,7 @@ def test_interrupted_sort_leaves_no_output_and_no_temporary_files(
     monkeypatch.setattr(shuffle, "sorted_frames", interrupted)
     with pytest.raises(KeyboardInterrupt):
         _global_run(tmp_path, corpus_files, spm_model_path, "x")
-    assert os.listdir(tmp_path / "x") == []
+    assert not os.path.exists(tmp_path / "x")  # Nor the folder made for it.
 
 
 def test_a_killed_runs_temporary_files_go_with_the_next_run(
@@ -444,16 +448,21 @@ def test_a_killed_runs_temporary_files_go_with_the_next_run(
     glob over the shards matches; the next run of the output removes it and
     nothing else."""
     (tmp_path / "x").mkdir()
-    stale = tmp_path / "x" / ("t" + shuffle.TEMP_INFIX + "0123456789ab")
+    stale = tmp_path / "x" / (".t.tfrecord" + shuffle.TEMP_INFIX
+                              + "0123456789ab")
     stale.mkdir()
     (stale / "bucket-02-00000001").write_bytes(b"partial")
-    other = tmp_path / "x" / ("t" + shuffle.TEMP_INFIX + "notours")
-    other.mkdir()
+    unfinished = tmp_path / "x" / ".t.tfrecord-00000-of-00007.incomplete"
+    unfinished.write_bytes(b"")
+    kept = [".t.tfrecord" + shuffle.TEMP_INFIX + "notours",  # Not our name.
+            ".u.tfrecord" + shuffle.TEMP_INFIX + "0123456789ab"]  # Another's.
+    for name in kept:
+        (tmp_path / "x" / name).mkdir()
     assert not glob.glob(str(tmp_path / "x" / "t.tfrecord*"))
     _global_run(tmp_path, corpus_files, spm_model_path, "x")
-    assert sorted(os.listdir(tmp_path / "x")) == [
-        "t" + shuffle.TEMP_INFIX + "notours", "t.stats.json",
-        "t.tfrecord-00000-of-00002", "t.tfrecord-00001-of-00002"]
+    assert sorted(os.listdir(tmp_path / "x")) == kept + [
+        "stats.t.tfrecord.json", "t.tfrecord-00000-of-00002",
+        "t.tfrecord-00001-of-00002"]
 
 
 def test_damaged_bucket_fails_the_run_naming_the_file(
@@ -470,7 +479,7 @@ def test_damaged_bucket_fails_the_run_naming_the_file(
     monkeypatch.setattr(shuffle.BucketScatter, "close", close_and_damage)
     with pytest.raises(shuffle.BucketError, match="bucket-.*fails its length"):
         _global_run(tmp_path, corpus_files, spm_model_path, "x")
-    assert os.listdir(tmp_path / "x") == []
+    assert not os.path.exists(tmp_path / "x")  # Nor the folder made for it.
 
 
 def test_too_small_shuffle_memory_is_refused(tmp_path, corpus_files,

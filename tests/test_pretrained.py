@@ -47,12 +47,17 @@ def test_output_directory_is_replaced_only_when_asked(tmp_path, saved):
     out = tmp_path / "out"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
-    with pytest.raises(FileExistsError, match="not empty"):
+    with pytest.raises(ValueError, match="not empty.*--overwrite"):
         convert_checkpoint(ours, str(out), target="huggingface")
+    # --overwrite replaces only an earlier conversion, never the user's files.
+    with pytest.raises(ValueError, match="keep.txt"):
+        convert_checkpoint(ours, str(out), target="huggingface", overwrite=True)
     assert os.listdir(out) == ["keep.txt"]
-    convert_checkpoint(ours, str(out), target="huggingface", overwrite=True)
-    assert "keep.txt" not in os.listdir(out)
-    assert "model.safetensors" in os.listdir(out)
+    (out / "keep.txt").unlink()
+    convert_checkpoint(ours, str(out), target="huggingface")
+    convert_checkpoint(ours, str(out), target="tf1", overwrite=True)
+    assert "model.safetensors" not in os.listdir(out)
+    assert "albert_config.json" in os.listdir(out)
     assert sorted(os.listdir(tmp_path)) == ["ours", "out"]
 
 

@@ -1,6 +1,7 @@
 """Tests for data_prep.shuffle: keys, buckets, the two passes, bad buckets."""
 
 import collections
+import glob
 import os
 
 import numpy as np
@@ -153,10 +154,19 @@ def test_a_damaged_bucket_is_found_while_splitting(tmp_path):
 
 
 def test_temp_dir_is_beside_the_output_and_outside_its_glob(tmp_path):
-    first = str(tmp_path / "train.tfrecord-00000-of-00004")
+    first = str(tmp_path / "train.tfrecord")
     directory = shuffle.temp_dir(first)
     assert os.path.dirname(directory) == str(tmp_path)
     name = os.path.basename(directory)
-    assert name.startswith("train" + shuffle.TEMP_INFIX)
-    assert not name.startswith("train.tfrecord")
+    assert name.startswith(".train.tfrecord" + shuffle.TEMP_INFIX)
+    os.makedirs(directory)
+    assert not glob.glob(str(tmp_path / "train.tfrecord*"))
     assert shuffle.temp_dir(first) != directory
+
+
+def test_stale_temp_dirs_are_only_this_outputs(tmp_path):
+    ours = shuffle.temp_dir(str(tmp_path / "wiki.part_a"))
+    theirs = shuffle.temp_dir(str(tmp_path / "wiki.part_b"))
+    for folder in (ours, theirs):
+        os.makedirs(folder)
+    assert shuffle.stale_temp_dirs(str(tmp_path / "wiki.part_a")) == [ours]

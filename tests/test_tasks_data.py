@@ -96,7 +96,7 @@ def test_glue_task_names_and_errors(tmp_path):
         f.write("index\tquestion\tlabel\n0\tWho?\tentailment\n")
     with pytest.raises(glue.DataError, match="lacks the columns"):
         glue.read_examples("qnli", dirs["qnli"], "dev")
-    with pytest.raises(glue.DataError, match="does not exist"):
+    with pytest.raises(glue.DataError, match="is not a folder"):
         glue.read_examples("cola", str(tmp_path / "nowhere"), "train")
 
 

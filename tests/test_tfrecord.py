@@ -45,16 +45,19 @@ def test_shard_writer_commit_and_abort(tmp_path):
     writer = tfrecord.ShardWriter(final)
     writer.write(b"abc")
     assert not os.path.exists(final)
-    assert os.path.exists(final + tfrecord.INCOMPLETE_SUFFIX)
+    # Hidden: no glob of the final name ("shard*") matches it.
+    assert writer.temp_path == str(tmp_path / "sub" / ".shard.incomplete")
+    writer.finish()
+    assert open(writer.temp_path, "rb").read() == b"abc"
     writer.commit()
     assert open(final, "rb").read() == b"abc"
-    assert not os.path.exists(final + tfrecord.INCOMPLETE_SUFFIX)
+    assert os.listdir(tmp_path / "sub") == ["shard"]
 
     writer = tfrecord.ShardWriter(final)
     writer.write(b"new content")
     writer.abort()
     assert open(final, "rb").read() == b"abc"  # The old file is untouched.
-    assert not os.path.exists(final + tfrecord.INCOMPLETE_SUFFIX)
+    assert os.listdir(tmp_path / "sub") == ["shard"]
 
 
 def test_shard_writer_through_gfile(tmp_path):

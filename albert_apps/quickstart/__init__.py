@@ -43,7 +43,10 @@ Everything goes under `--output_dir`. Running again with the same output_dir
 resumes (`albert_apps.quickstart.resume`): finished stages are skipped,
 training continues from its newest checkpoint, and the exports and the
 downstream results are reused when they hold the current best checkpoint
-(else the next version is exported and measured again).
+(else the next version is exported and measured again). Before any of it,
+`albert_apps.quickstart.inputs` checks the flags, the corpus and the folder,
+locks the folder for this job alone, and refuses a rerun made from another
+corpus or other settings before anything in the folder changes.
 
     from albert_apps import quickstart
     report = quickstart.run("runs/quickstart", train_seconds=60)

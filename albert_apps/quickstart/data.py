@@ -21,9 +21,8 @@ import collections
 import os
 import sysconfig
 
-import tensorflow as tf
-
 from data_prep import builtin_corpus
+from data_prep import safe_io
 
 EVAL_EVERY = 10  # One pretraining-corpus document in EVAL_EVERY is held out.
 # Standard-library packages whose docstrings pretraining never sees: the
@@ -80,30 +79,62 @@ def builtin_downstream_documents():
 
 
 class _Writers:
-    """Text files written next to their final names, renamed on success, so
-    each output appears complete or not at all."""
+    """Text files written under their temporary names
+    (`safe_io.AtomicFile`), renamed on success, so each output appears
+    complete or not at all."""
 
     def __init__(self, paths):
-        self.paths = [p for p in paths if p]
-        self.files = {p: open(p + ".tmp", "w", encoding="utf-8")
-                      for p in self.paths}
+        self.files = {}
+        try:
+            for path in paths:
+                if path:
+                    self.files[path] = safe_io.AtomicFile(path)
+        except safe_io.OutputError:
+            self.close(commit=False)
+            raise
 
     def write(self, path, document):
-        self.files[path].write("\n".join(document) + "\n\n")
+        self.files[path].write(("\n".join(document) + "\n\n").encode("utf-8"))
 
     def close(self, commit):
-        for path, f in self.files.items():
-            f.close()
+        for f in self.files.values():
             if commit:
-                os.replace(path + ".tmp", path)
+                f.commit()
             else:
-                os.remove(path + ".tmp")
+                f.abort()
+
+
+def deal(documents, eval_every=EVAL_EVERY, downstream_every=0,
+         max_chars=None):
+    """Where each document goes: the rule of `split_corpus`.
+
+    Args:
+        documents: an iterable of documents (lists of sentences).
+        eval_every, downstream_every, max_chars: see `split_corpus`.
+
+    Yields:
+        `(split, document)`, split one of "train", "eval" and "downstream",
+        until the pretraining and held-out documents hold `max_chars`
+        characters.
+    """
+    kept, characters = 0, 0
+    for index, document in enumerate(documents):
+        if downstream_every and index % downstream_every == downstream_every - 1:
+            yield "downstream", document
+            continue
+        yield ("eval" if kept % eval_every == eval_every - 1 else "train",
+               document)
+        kept += 1
+        characters += sum(len(s) + 1 for s in document) + 1
+        if max_chars and characters >= max_chars:
+            return
 
 
 def split_corpus(documents, train_file, eval_file, downstream_file=None,
                  eval_every=EVAL_EVERY, downstream_every=0, max_chars=None,
                  downstream_documents=()):
-    """Splits documents into pretraining, held-out and downstream files.
+    """Splits documents into pretraining, held-out and downstream files
+    (the rule of `deal`), each written whole or not at all.
 
     Args:
         documents: an iterable of documents (lists of sentences).
@@ -123,32 +154,35 @@ def split_corpus(documents, train_file, eval_file, downstream_file=None,
         A dict of counts: `documents`, `sentences`, `characters` (of the
         pretraining and held-out documents), `train_documents`,
         `eval_documents`, `downstream_documents`.
+
+    Raises:
+        safe_io.OutputError: a file could not be written (names it).
     """
     counts = collections.Counter()
-    writers = _Writers([train_file, eval_file, downstream_file])
+    files = {"train": train_file, "eval": eval_file,
+             "downstream": downstream_file}
+    writers = _Writers(files.values())
     committed = False
     try:
-        for index, document in enumerate(documents):
-            if (downstream_file and downstream_every and
-                    index % downstream_every == downstream_every - 1):
-                writers.write(downstream_file, document)
-                counts["downstream_documents"] += 1
+        for split, document in deal(
+                documents, eval_every,
+                downstream_every if downstream_file else 0, max_chars):
+            writers.write(files[split], document)
+            counts[split + "_documents"] += 1
+            if split == "downstream":
                 continue
-            held_out = counts["documents"] % eval_every == eval_every - 1
-            writers.write(eval_file if held_out else train_file, document)
             counts["documents"] += 1
-            counts["eval_documents" if held_out else "train_documents"] += 1
             counts["sentences"] += len(document)
             counts["characters"] += sum(len(s) + 1 for s in document) + 1
-            if max_chars and counts["characters"] >= max_chars:
-                break
         if downstream_file:
             for document in downstream_documents:
                 writers.write(downstream_file, document)
                 counts["downstream_documents"] += 1
+        writers.close(commit=True)
         committed = True
     finally:
-        writers.close(committed)
+        if not committed:
+            writers.close(commit=False)
     for key in ("documents", "sentences", "characters", "train_documents",
                 "eval_documents", "downstream_documents"):
         counts.setdefault(key, 0)
@@ -166,6 +200,9 @@ def masked_token_baseline(record_file, max_predictions_per_seq):
         `(accuracy, token_id, masked_tokens)` over every record of the file;
         `(0.0, -1, 0)` when nothing is masked.
     """
+    # Loaded here: the corpus checks use this module before TensorFlow.
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+
     spec = {
         "masked_lm_ids": tf.io.FixedLenFeature(
             [max_predictions_per_seq], tf.int64),

@@ -44,18 +44,19 @@ global norm 1.0).
 
 import csv
 import dataclasses
+import io
 import os
 import random
 
 import numpy as np
-import tensorflow as tf
 
-from albert_tf.layers.preprocessing import TextPreprocessor
-from albert_tf.models.encoder import INPUT_NAMES
-from export import keras_layer
+from data_prep import safe_io
 
 from albert_apps.quickstart import data
-from albert_apps.quickstart import finetuning
+
+# TensorFlow and the model code are imported where they are used (the
+# encoding and fine-tuning functions below): the tasks' text side (passages,
+# `choose_every`) checks a corpus before the job loads TensorFlow.
 
 # name -> (labels, what it measures). The order is the report's.
 NUM_SECTIONS = 4
@@ -201,13 +202,12 @@ _BUILDERS = {"sentence_order": _order_pairs,
 
 
 def _write_tsv(path, rows):
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f, delimiter="\t", lineterminator="\n",
-                            quoting=csv.QUOTE_NONE, escapechar="\\")
-        writer.writerow(("label", "first", "second"))
-        writer.writerows(rows)
-    os.replace(tmp, path)
+    text = io.StringIO()
+    writer = csv.writer(text, delimiter="\t", lineterminator="\n",
+                        quoting=csv.QUOTE_NONE, escapechar="\\")
+    writer.writerow(("label", "first", "second"))
+    writer.writerows(rows)
+    safe_io.write_atomically(path, text.getvalue())
 
 
 def _deal(docs, task, num_train, per_document):
@@ -332,6 +332,8 @@ def load_task(task_dir):
 
 def encode_pairs(preprocessor, pairs, seq_length):
     """Text pairs to encoder inputs (int32 NumPy arrays `[B, seq_length]`)."""
+    import tensorflow as tf
+    from albert_tf.models.encoder import INPUT_NAMES
     inputs = preprocessor.encode(tf.constant([a for a, _ in pairs]),
                                  tf.constant([b for _, b in pairs]),
                                  seq_length=seq_length)
@@ -339,6 +341,7 @@ def encode_pairs(preprocessor, pairs, seq_length):
 
 
 def _load_encoder(encoder):
+    from export import keras_layer
     if isinstance(encoder, (str, os.PathLike)):
         return keras_layer.load_encoder(os.fspath(encoder))
     return encoder
@@ -352,6 +355,7 @@ def sequence_length(task, max_seq_length):
 def encode_task(spm_model, task, max_seq_length=64, do_lower_case=True):
     """The task's train and dev texts as encoder inputs (two dicts of int32
     NumPy arrays `[N, max_seq_length]`)."""
+    from albert_tf.layers.preprocessing import TextPreprocessor
     with open(spm_model, "rb") as f:
         preprocessor = TextPreprocessor(f.read(), max_seq_length,
                                         do_lower_case)
@@ -383,6 +387,7 @@ def finetune(encoder, spm_model, task, seed=0, num_train_steps=200,
         `steps`, `seconds`, and `model` (the fine-tuned Keras model, not
         JSON-serializable).
     """
+    from albert_apps.quickstart import finetuning
     train_x, dev_x = encode_task(spm_model, task, max_seq_length,
                                  do_lower_case)
     finetuner = finetuning.Finetuner(

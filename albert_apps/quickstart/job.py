@@ -12,6 +12,7 @@ import time
 
 from absl import logging
 
+from albert_apps.quickstart import inputs
 from albert_apps.quickstart import report as report_lib
 from albert_apps.quickstart import resume
 from albert_apps.quickstart import stages
@@ -107,6 +108,9 @@ def run(output_dir, input_file=None, max_corpus_chars=3_000_000,
         finetune_steps=transfer.FINETUNE_STEPS):
     """Runs (or resumes) the whole job; returns the report dict.
 
+    Everything is checked first, and the folder held for this run alone
+    (`inputs.claim_output`); then `run_claimed` runs the stages.
+
     Args:
         output_dir: where everything goes.
         input_file, max_corpus_chars: see `stages.write_corpus`.
@@ -119,9 +123,26 @@ def run(output_dir, input_file=None, max_corpus_chars=3_000_000,
         finetune_seeds, finetune_steps: see `transfer.finetune`.
 
     Raises:
-        ValueError: `output_dir` holds checkpoints of other data, or a bad
-            setting.
+        ValueError: a bad setting or corpus, an output folder that cannot
+            be written, is held by another job or holds a run of other
+            inputs (one line naming the flag).
     """
+    arguments = dict(locals())
+    with inputs.claim_output(**arguments):
+        return run_claimed(**arguments)
+
+
+def run_claimed(output_dir, input_file=None, max_corpus_chars=3_000_000,
+                vocab_size=4000, max_seq_length=64,
+                num_train_steps=stages.NUM_TRAIN_STEPS,
+                train_seconds=stages.TRAIN_SECONDS, train_batch_size=32,
+                dupe_factor=10, max_predictions_per_seq=None,
+                save_checkpoints_steps=None, learning_rate=5e-3,
+                max_eval_steps=None, num_threads=2, dtype="auto",
+                finetune_seeds=transfer.FINETUNE_SEEDS,
+                finetune_steps=transfer.FINETUNE_STEPS):
+    """Runs the stages in a folder `inputs.claim_output` checked and holds
+    (the arguments are `run`'s); returns the report dict."""
     output_dir = os.path.abspath(output_dir)
     data_dir = os.path.join(output_dir, "data")
     os.makedirs(data_dir, exist_ok=True)

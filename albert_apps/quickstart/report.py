@@ -8,8 +8,10 @@ accuracies next to their baselines), the stage timings and the paths of
 the files written.
 """
 
+import io
 import os
 
+from data_prep import safe_io
 from tools import plot
 
 from albert_apps.quickstart import stages
@@ -129,7 +131,10 @@ def training_curves(pretrain_dir, png_path, baselines=None):
                                dash=6))
         panels.append(dict(title=title, series=series,
                            log=tag.endswith("_loss")))
-    plot.save_chart(panels, png_path)
+    # Drawn in memory, then written whole: a killed job leaves no half image.
+    image = io.BytesIO()
+    plot.save_chart(panels, image)
+    safe_io.write_atomically(png_path, image.getvalue())
     return {"train_points": sum(len(v) for v in train.values()),
             "eval_points": sum(len(v) for v in evals.values())}
 
@@ -160,9 +165,8 @@ def write_report(report):
     """Writes `report.json` and `report.txt` under the report's output_dir."""
     output_dir = report["output_dir"]
     stages.write_json(os.path.join(output_dir, REPORT_JSON), report)
-    with open(os.path.join(output_dir, REPORT_TXT), "w",
-              encoding="utf-8") as f:
-        f.write(format_report(report))
+    safe_io.write_atomically(os.path.join(output_dir, REPORT_TXT),
+                             format_report(report))
 
 
 def _pct(value):

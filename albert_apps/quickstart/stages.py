@@ -27,6 +27,7 @@ import tensorflow as tf
 
 from data_prep import instances
 from data_prep import pipeline
+from data_prep import safe_io
 from data_prep import vocab
 from export import exporter
 
@@ -53,20 +54,32 @@ EVAL_DUPE_FACTOR = 2
 
 
 def write_json(path, value):
-    """Writes `value` as JSON; a reader sees the old file or the new one."""
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
+    """Writes `value` as JSON; a reader sees the old file or the new one
+    (`safe_io.write_atomically`: checked, then renamed into place).
+
+    Raises:
+        safe_io.OutputError: the file could not be written (names it and
+            the cause: a full disk, a read-only folder).
+    """
+    safe_io.write_atomically(
+        path, json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
 def read_json(path):
-    """The JSON value in `path`, or None when there is no such file."""
+    """The JSON value in `path`, or None when there is no such file.
+
+    Raises:
+        ValueError: the file is not JSON (names it).
+    """
     if not os.path.exists(path):
         return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (ValueError, UnicodeDecodeError):
+        raise ValueError("%s is not readable JSON: the job writes it whole, "
+                         "so it was changed by hand; remove it and run "
+                         "again to redo its stage" % path) from None
 
 
 def corpus_settings(input_file=None, max_corpus_chars=3_000_000):
@@ -155,9 +168,17 @@ def build_vocabulary(corpus, data_dir, vocab_size=4000, num_threads=2):
         A dict: `requested_size`, `pieces`, `model_file`, `vocab_file` and
         `corpus` (the corpus settings it was trained on).
     """
-    model_file, vocab_file = vocab.train_vocab(
-        corpus["train_file"], os.path.join(data_dir, "spm"),
-        vocab_size=vocab_size, hard_vocab_limit=False, num_threads=num_threads)
+    try:
+        model_file, vocab_file = vocab.train_vocab(
+            corpus["train_file"], os.path.join(data_dir, "spm"),
+            vocab_size=vocab_size, hard_vocab_limit=False,
+            num_threads=num_threads)
+    except RuntimeError as error:
+        # SentencePiece's own refusal (too few pieces for the characters,
+        # which `inputs.check_corpus` estimates beforehand): one line.
+        raise ValueError("--vocab_size=%d: SentencePiece cannot train on %s: "
+                         "%s" % (vocab_size, corpus["train_file"],
+                                 str(error).rsplit("] ", 1)[-1])) from None
     info = {"requested_size": vocab_size,
             "pieces": vocab.load_model(model_file).get_piece_size(),
             "model_file": model_file, "vocab_file": vocab_file,

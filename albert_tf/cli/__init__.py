@@ -10,7 +10,10 @@ is what the training programs share (the fine-tuning programs that export,
 from absl import logging
 
 from data_prep import options as options_lib
+from data_prep import safe_io
+from data_prep import tf_startup
 
+from albert_tf.training import output_folder
 from albert_tf.training.options import TrainingDivergedError
 
 
@@ -23,7 +26,23 @@ def log_report(report, keys):
 
 def run_training_program(options_cls, run, doc, argv=None):
     """Runs a training program: INFO logging, flags from `options_cls`, and
-    one line for a bad option or input or a diverging run."""
+    one line for a bad option or input or a diverging run.
+
+    The program holds the lock on `--output_dir` for the whole run
+    (training, evaluation, prediction and export): a second run into the
+    same folder fails at once, before TensorFlow loads, with one line naming
+    the folder and the holder's process id.
+    """
     logging.set_verbosity(logging.INFO)
-    options_lib.run(options_cls, run, argv, doc=doc,
-                    errors=options_lib.USER_ERRORS + (TrainingDivergedError,))
+    program = options_lib.program_name(argv)
+
+    def locked_run(options):
+        # The output is checked and locked before TensorFlow loads.
+        safe_io.check_output_path(options.output_dir, output_folder.FLAG)
+        with output_folder.hold(options.output_dir, program):
+            tf_startup.import_tensorflow()
+            return run(options)
+
+    options_lib.run(options_cls, locked_run, argv, doc=doc,
+                    errors=options_lib.USER_ERRORS + (TrainingDivergedError,),
+                    tensorflow=False)

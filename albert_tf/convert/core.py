@@ -10,16 +10,18 @@ every source tensor ends up mapped, skipped for a stated reason, or rejected.
 
 import contextlib
 import dataclasses
+import errno
+import json
 import logging
 import os
 import shutil
-import tempfile
 
 import numpy as np
 
 from albert_tf import config as config_lib
 from albert_tf.convert import names
 from data_prep import progress
+from data_prep import safe_io
 
 REPORT_NAME = "conversion_report.txt"
 
@@ -69,8 +71,8 @@ class ConversionReport:
 
     def write(self, directory):
         """Writes the report as `conversion_report.txt` in `directory`."""
-        with open(os.path.join(directory, REPORT_NAME), "w") as f:
-            f.write(self.to_text())
+        safe_io.write_atomically(os.path.join(directory, REPORT_NAME),
+                                 self.to_text())
 
 
 @dataclasses.dataclass
@@ -279,46 +281,191 @@ def assign_to_model(model, tensors):
     return untouched
 
 
+# === The output folder ===
+
+PROGRAM = "convert_checkpoint"
+# What a conversion wrote, so that `--overwrite` replaces only that.
+MANIFEST_NAME = "conversion_manifest.json"
+# The errnos of a write that failed for want of room or rights.
+_WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS,
+                 errno.EACCES, errno.EPERM, errno.EIO)
+
+
+def write_error(error, folder):
+    """A write into `folder` that failed (a full disk, a file-size limit)
+    as one `safe_io.OutputError` naming the file and the cause.
+
+    Args:
+        error: the exception met while writing.
+        folder: the folder being written.
+
+    Returns:
+        The `OutputError`, or `error` itself when it is not such a failure.
+    """
+    if isinstance(error, OSError) and error.errno in _WRITE_ERRNOS:
+        return safe_io.OutputError(safe_io.describe_os_error(
+            error, getattr(error, "filename", None) or folder))
+    # A TensorFlow file error (`tf.errors.OpError`) reads "<path>; <cause>".
+    message = str(getattr(error, "message", "") or "")
+    if folder and folder in message and hasattr(error, "error_code"):
+        return safe_io.OutputError(
+            "could not write " + message.strip().splitlines()[0])
+    return error
+
+
+def _files_under(folder):
+    """The files under `folder`, as sorted paths relative to it."""
+    found = []
+    for root, _, files in os.walk(folder):
+        for name in files:
+            found.append(os.path.relpath(os.path.join(root, name), folder))
+    return sorted(found)
+
+
+def _folder_of(input_path):
+    """The folder an input lives in (a TF1 prefix's folder)."""
+    path = os.path.realpath(input_path)
+    return path if os.path.isdir(path) else os.path.dirname(path)
+
+
+def _inside(path, folder):
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def check_output_dir(output_dir, overwrite=False, input_path=None):
+    """Refuses an output folder a conversion must not write or replace.
+
+    Args:
+        output_dir: `--output_dir`.
+        overwrite: `--overwrite`: replace an earlier conversion there.
+        input_path: `--input`, which the output must not hold.
+
+    Raises:
+        safe_io.OutputError: the folder cannot be written, holds the input,
+            is not empty (without `overwrite`), or holds files that no
+            conversion wrote (with `overwrite`); one line naming the flags.
+    """
+    safe_io.check_output_path(output_dir, "--output_dir")
+    real = os.path.realpath(output_dir)
+    if input_path and _inside(_folder_of(input_path), real):
+        raise safe_io.OutputError(
+            f"--output_dir={output_dir} holds --input={input_path}; a "
+            "conversion never replaces its input: choose another --output_dir")
+    if not os.path.isdir(real) or not os.listdir(real):
+        return
+    if not overwrite:
+        raise safe_io.OutputError(
+            f"--output_dir={output_dir} is not empty; pass --overwrite to "
+            "replace an earlier conversion there, or choose another "
+            "--output_dir")
+    written = _manifest_files(real)
+    if written is None:
+        raise safe_io.OutputError(
+            f"--overwrite: --output_dir={output_dir} was not written by "
+            f"{PROGRAM} (it has no {MANIFEST_NAME}) and holds "
+            f"{_listing(_files_under(real))}; move them or choose another "
+            "--output_dir")
+    extra = [f for f in _files_under(real)
+             if f not in written and f != MANIFEST_NAME
+             and not safe_io.is_temporary(f)]
+    if extra:
+        raise safe_io.OutputError(
+            f"--overwrite: --output_dir={output_dir} holds files the earlier "
+            f"conversion did not write: {_listing(extra)}; move them or "
+            "choose another --output_dir")
+
+
+def _manifest_files(folder):
+    """The files an earlier conversion wrote in `folder`, or None."""
+    try:
+        with open(os.path.join(folder, MANIFEST_NAME), encoding="utf-8") as f:
+            manifest = json.load(f)
+        files = manifest["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if manifest.get("program") != PROGRAM or not isinstance(files, list):
+        return None
+    return set(files)
+
+
+def _recover(parent, base):
+    """Cleans up after a conversion into `parent/base` that was killed.
+
+    Called with the output's lock held: no other conversion is running.
+    Unfinished folders (`.<base>.partial-*`) are removed; a previous output
+    set aside for replacement (`.<base>.old-*`) is put back if the new one
+    never arrived, and removed otherwise.
+    """
+    final = os.path.join(parent, base)
+    for entry in sorted(os.listdir(parent)):
+        path = os.path.join(parent, entry)
+        if entry.startswith(f".{base}.partial-"):
+            logging.warning("Removing %s, left by a conversion that did not "
+                            "finish", path)
+            shutil.rmtree(path, ignore_errors=True)
+        elif entry.startswith(f".{base}.old-"):
+            if not os.path.exists(final):
+                logging.warning("Restoring %s from %s (a conversion was "
+                                "killed while replacing it)", final, path)
+                os.rename(path, final)
+            else:
+                shutil.rmtree(path, ignore_errors=True)
+
+
 @contextlib.contextmanager
-def atomic_output_dir(output_dir, overwrite=False):
+def atomic_output_dir(output_dir, overwrite=False, input_path=None):
     """Yields a temporary directory that becomes `output_dir` on success.
 
-    The temporary directory sits next to `output_dir` (same filesystem), so
-    the final rename is atomic; on any error it is deleted and `output_dir`
-    is left as it was.
+    The run holds the output's lock (`safe_io.OutputLock` on its name, in
+    the parent folder: the folder itself is replaced). The temporary
+    directory sits next to `output_dir` (same filesystem, a hidden name),
+    so the final rename is atomic; on any error it is deleted and
+    `output_dir` is left as it was. With `overwrite`, only an earlier
+    conversion (its `conversion_manifest.json` lists every file there) is
+    replaced. Folders and files get the user's umask.
 
     Args:
         output_dir: the local directory to create.
-        overwrite: replace an existing non-empty `output_dir`.
+        overwrite: replace an earlier conversion in `output_dir`.
+        input_path: the conversion's input, which `output_dir` must not hold.
 
     Raises:
-        FileExistsError: if `output_dir` holds files and not `overwrite`.
+        safe_io.OutputError: see `check_output_dir`; a write that failed
+            (names the file and the cause).
+        safe_io.OutputLockedError: another conversion writes `output_dir`.
         ValueError: for a remote (`scheme://`) path.
     """
     if "://" in output_dir:
         raise ValueError("Conversions write to a local directory (copy it "
                          f"afterwards). Received: output_dir={output_dir!r}")
+    check_output_dir(output_dir, overwrite, input_path)
     output_dir = os.path.abspath(output_dir)
-    if os.path.exists(output_dir) and os.listdir(output_dir) and not overwrite:
-        raise FileExistsError(
-            f"Output directory {output_dir!r} exists and is not empty "
-            "(pass overwrite=True / --overwrite to replace it).")
-    parent = os.path.dirname(output_dir)
-    os.makedirs(parent, exist_ok=True)
-    base = os.path.basename(output_dir)
-    tmp = tempfile.mkdtemp(prefix=f".{base}.partial-", dir=parent)
-    try:
-        yield tmp
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    os.chmod(tmp, 0o755)
-    if os.path.exists(output_dir):
-        old = tempfile.mkdtemp(prefix=f".{base}.old-", dir=parent)
-        os.rmdir(old)
-        os.rename(output_dir, old)
-        os.rename(tmp, output_dir)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.rename(tmp, output_dir)
+    parent, base = os.path.split(output_dir)
+    with safe_io.OutputLock(output_dir, PROGRAM, flag="--output_dir",
+                            kind="file"):
+        _recover(parent, base)
+        check_output_dir(output_dir, overwrite, input_path)
+        tmp = os.path.join(parent, f".{base}.partial-{os.getpid()}")
+        try:
+            os.mkdir(tmp)  # 0o777 less the umask
+            yield tmp
+            safe_io.write_atomically(
+                os.path.join(tmp, MANIFEST_NAME), json.dumps(
+                    {"program": PROGRAM, "files": _files_under(tmp)},
+                    indent=1) + "\n")
+        except BaseException as error:
+            shutil.rmtree(tmp, ignore_errors=True)
+            converted = write_error(error, tmp)
+            if converted is not error:
+                raise converted from None
+            raise
+        if os.path.isdir(output_dir) and os.listdir(output_dir):
+            # Set aside, then replaced: a kill in between leaves the old
+            # output under `.<base>.old-*`, which the next run restores.
+            old = os.path.join(parent, f".{base}.old-{os.getpid()}")
+            os.rename(output_dir, old)
+            os.rename(tmp, output_dir)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, output_dir)  # onto nothing, or an empty folder
     logging.info("Wrote %s", output_dir)

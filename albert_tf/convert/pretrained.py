@@ -15,6 +15,7 @@ flags of `python -m albert_tf.convert_checkpoint` (the arguments of
 `convert_checkpoint`).
 """
 
+import contextlib
 import logging
 import os
 
@@ -158,6 +159,38 @@ def write_weights(weights, directory, target):
                                   spm_model_file=weights.spm_model_file)
 
 
+@contextlib.contextmanager
+def _read_errors_named(input_path, output_dir):
+    """An error reading the input (a truncated or corrupt checkpoint) as
+    one `ConversionError` naming it. An error about the conversion's own
+    unfinished folder (a failed write) is left to `core.atomic_output_dir`.
+    """
+    parent, base = os.path.split(os.path.abspath(output_dir))
+    unfinished = os.path.join(parent, f".{base}.partial-")
+    try:
+        yield
+    except (tf.errors.OpError, IndexError) as error:
+        # TensorFlow's checkpoint reader raises IndexError ("Read less
+        # bytes than requested") for a truncated data file.
+        message = str(getattr(error, "message", None) or error)
+        if unfinished in message or (
+                isinstance(error, tf.errors.OpError)
+                and error.error_code not in _READ_ERROR_CODES):
+            raise
+        first = (message.strip().splitlines() or [""])[0]
+        raise core.ConversionError(
+            f"--input={input_path}: cannot read the checkpoint, it is "
+            f"truncated or corrupt ({first})") from None
+
+
+# DataLoss (a bad checksum), OutOfRange (a file shorter than its index),
+# InvalidArgument and Unknown (an unreadable index), NotFound (a missing
+# data shard), FailedPrecondition.
+_READ_ERROR_CODES = (tf.errors.DATA_LOSS, tf.errors.OUT_OF_RANGE,
+                     tf.errors.INVALID_ARGUMENT, tf.errors.UNKNOWN,
+                     tf.errors.NOT_FOUND, tf.errors.FAILED_PRECONDITION)
+
+
 def convert_checkpoint(input_path, output_dir, source=None, target="albert_tf",
                        config_file=None, overwrite=False):
     """Converts a model directory from one format to another.
@@ -173,22 +206,36 @@ def convert_checkpoint(input_path, output_dir, source=None, target="albert_tf",
         source: one of `FORMATS`, or None to detect it.
         target: one of `TARGETS`.
         config_file: optional config for a TF1 source (see `read_weights`).
-        overwrite: replace a non-empty `output_dir`.
+        overwrite: replace an earlier conversion in `output_dir` (only
+            what it wrote: see `core.atomic_output_dir`).
 
     Returns:
         The `ConversionReport`.
 
     Raises:
-        FileExistsError: if `output_dir` is not empty and not `overwrite`.
+        data_prep.safe_io.OutputError: `output_dir` cannot be written, holds
+            the input, is not empty (without `overwrite`) or holds files no
+            conversion wrote (with it); a write failed (names the file).
+        data_prep.safe_io.OutputLockedError: another conversion writes
+            `output_dir`.
         albert_tf.convert.core.ConversionError: for missing, unexpected or
             misshaped tensors (nothing is written).
         albert_tf.convert.names.UnsupportedConfigError: for a config the
             target cannot express (e.g. a sharing ablation to `tf1`).
     """
     _check_format("target", target, TARGETS)
+    core.check_output_dir(output_dir, overwrite, input_path)
+    with _read_errors_named(input_path, output_dir):
+        return _convert(input_path, output_dir, source, target, config_file,
+                        overwrite)
+
+
+def _convert(input_path, output_dir, source, target, config_file, overwrite):
+    """`convert_checkpoint` after its checks."""
     source = source or detect_format(input_path)
     _check_format("source", source, FORMATS)
-    with core.atomic_output_dir(output_dir, overwrite=overwrite) as tmp:
+    with core.atomic_output_dir(output_dir, overwrite=overwrite,
+                                input_path=input_path) as tmp:
         if source == "albert_tf" and target == "albert_tf":
             # Any sharing mode: no canonical form needed.
             model = checkpoint.load_model_dir(input_path)

@@ -15,6 +15,8 @@ import numpy as np
 import safetensors
 import safetensors.numpy
 
+from data_prep import safe_io
+
 
 class SafetensorsError(ValueError):
     """A file is not valid safetensors, or holds corrupt values."""
@@ -110,6 +112,8 @@ def save_file(tensors, path, metadata=None):
 
     Raises:
         SafetensorsError: an unsupported dtype or a non-string metadata.
+        data_prep.safe_io.OutputError: the file could not be written (names
+            it and the cause).
     """
     if metadata and not all(isinstance(k, str) and isinstance(v, str)
                             for k, v in metadata.items()):
@@ -121,6 +125,9 @@ def save_file(tensors, path, metadata=None):
         # (Not np.ascontiguousarray: it turns a 0-d array into 1-d.)
         arrays[name] = value if value.flags.c_contiguous else value.copy(order="C")
     try:
-        safetensors.numpy.save_file(arrays, path, metadata=metadata)
+        data = safetensors.numpy.save(arrays, metadata=metadata)
     except (ValueError, TypeError, safetensors.SafetensorError) as e:
         raise SafetensorsError(f"Could not write {path!r}: {e}") from e
+    # The library's own `save_file` writes mode 0600, whatever the umask;
+    # this write is checked (a full disk names the file) and atomic.
+    safe_io.write_atomically(path, data)

@@ -64,6 +64,52 @@ def check_serving_shape(serving_shape):
     return serving_shape
 
 
+def _texts_error(name, received):
+    return (f"{name} must be a [B] string tensor (one text per row). "
+            f"Received {received}")
+
+
+def checked_texts(text, name="text"):
+    """`text` as a `[B]` string tensor, checked when traced and when run.
+
+    A signature's input spec (`[None]`) is not enforced by every caller: a
+    SavedModel's signature called from Python, and a model server, feed a
+    `[B, 2]` or a scalar tensor through unchecked, and the tokenizer would
+    read a `[B, 2]` batch as 2B texts. So the rank is checked in the graph
+    too: an `Assert` whose message names `name` (what a model server
+    reports), and an `EnsureShape`, which no graph optimizer removes (a
+    function called from Python reports it, naming the input tensor).
+
+    Args:
+        text: strings, `[B]`.
+        name: the input's name in errors (a signature's argument).
+
+    Returns:
+        `text` as a string tensor of static shape `[B]`.
+
+    Raises:
+        ValueError: `text` is known, when traced, not to be `[B]` strings.
+        tf.errors.InvalidArgumentError: at run time, a tensor not `[B]`.
+    """
+    try:
+        text = tf.convert_to_tensor(text)
+    except (TypeError, ValueError) as error:
+        raise ValueError(_texts_error(name, f"{error}")) from None
+    if text.dtype != tf.string:
+        raise ValueError(_texts_error(name, f"dtype: {text.dtype.name}"))
+    if text.shape.rank is not None and text.shape.rank != 1:
+        raise ValueError(_texts_error(name, f"shape: {text.shape}"))
+    if tf.executing_eagerly():
+        return text
+    # `raw_ops.Rank` is not folded to a constant when traced, as `tf.rank`
+    # of a `[None]` tensor is.
+    check = tf.debugging.Assert(
+        tf.equal(tf.raw_ops.Rank(input=text), 1),
+        [_texts_error(name, "shape:"), tf.shape(text)])
+    with tf.control_dependencies([check]):
+        return tf.raw_ops.EnsureShape(input=text, shape=[None])
+
+
 def padded_length(longest, seq_length, multiple=LENGTH_MULTIPLE):
     """The dynamic T of a batch (works on Python ints and on tensors).
 
@@ -278,17 +324,14 @@ class TextPreprocessor(tf.Module):
         """Tokenizes a `[B]` string tensor into int32 ragged `[B, (n)]` ids.
 
         Raises:
-            ValueError: `text` is not one-dimensional.
+            ValueError: `text` is not a string tensor of one dimension
+                (`checked_texts`).
         """
-        text = tf.convert_to_tensor(text, tf.string)
-        if text.shape.rank != 1:
-            raise ValueError("tokenize takes a [B] string tensor (one text "
-                             f"per row). Received shape: {text.shape}")
-        return self._tokenize(text)
+        return self._tokenize(checked_texts(text))
 
     def tokenize_with_masks(self, text):
         """Like `tokenize`, with every `[MASK]` in the text as `MASK_ID`."""
-        text = tf.convert_to_tensor(text, tf.string)
+        text = checked_texts(text)
         parts = tf.strings.split(text, sep=MASK_TOKEN)  # [B, (S)]
         pieces = self.tokenize(parts.flat_values)  # [B*S, (n)]
         # Every part gets a trailing [MASK]; the last one of each text goes.

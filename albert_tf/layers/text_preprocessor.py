@@ -36,6 +36,22 @@ def _model_proto(spm_model):
                      f"or their base64. Received: {str(spm_model)[:80]!r}")
 
 
+def _one_text_per_row(value, name):
+    """`[B]` strings from `[B]` or `[B, 1]` (a Keras `Input(shape=(1,))`).
+
+    Anything else (`[B, 2]`, a scalar, numbers) is refused naming `name`:
+    flattening a `[B, 2]` batch would read it as 2B texts.
+    """
+    try:
+        value = tf.convert_to_tensor(value)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name} must be strings, one text per row. "
+                         f"Received: {error}") from None
+    if value.shape.rank == 2 and value.shape[1] in (None, 1):
+        value = tf.raw_ops.EnsureShape(input=value, shape=[None, 1])[:, 0]
+    return preprocessing.checked_texts(value, name)
+
+
 @keras.saving.register_keras_serializable(package="albert_tf")
 class AlbertTextPreprocessor(keras.layers.Layer):
     """Strings to `input_word_ids`, `input_mask`, `input_type_ids` `[B, T]`.
@@ -70,9 +86,9 @@ class AlbertTextPreprocessor(keras.layers.Layer):
             text, text_b = inputs
         else:
             text = inputs
-        text = tf.reshape(tf.convert_to_tensor(text, tf.string), [-1])
+        text = _one_text_per_row(text, "text")
         if text_b is not None:
-            text_b = tf.reshape(tf.convert_to_tensor(text_b, tf.string), [-1])
+            text_b = _one_text_per_row(text_b, "text_b")
         return self.text_preprocessor.encode(text, text_b)
 
     def compute_output_spec(self, inputs):

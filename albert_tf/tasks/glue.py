@@ -8,9 +8,13 @@ original judgement and sentence. Columns are found by header name, so the
 extra parse columns of MNLI, or MNLI dev's five annotator labels, need no
 special case. Fields are never quoted: a line is split on tabs only.
 
-Bad rows: a row with too few columns (QQP's training file has a few) is
-skipped and counted; a label outside the task's label set, or an STS-B score
-that is not a number in [0, 5], is an error naming the file and line.
+Bad rows are errors naming the file and line, never silently shifted
+columns: a row with another number of columns than the header (a stray tab
+in a field), a line that is not UTF-8, a label outside the task's label set,
+an STS-B score that is not a number in [0, 5]. An empty file, or one with a
+header and no rows, is an error too. One exception, as the official
+scripts: QQP's distributed files have a few rows cut short, which are
+skipped and counted.
 
 Submissions follow the GLUE server: `<Task>.tsv` with the header
 `index<TAB>prediction`, one row per test example, labels written as names
@@ -24,6 +28,8 @@ from typing import Optional, Tuple, Union
 
 import numpy as np
 from absl import logging
+
+from data_prep import safe_io
 
 from albert_tf.tasks import metrics as metrics_lib
 
@@ -42,6 +48,7 @@ class Columns:
     label: Union[int, str, None] = None
     guid: Union[int, str, None] = None
     header: bool = True
+    count: Optional[int] = None  # Columns of a file without a header.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +61,8 @@ class GlueTask:
     columns: dict  # split -> Columns
     submission_name: str
     primary_metric: str
+    # QQP's distributed files hold a few short rows: skipped, not errors.
+    skips_short_rows: bool = False
 
     @property
     def is_regression(self):
@@ -74,8 +83,8 @@ TASKS = {
     "cola": GlueTask(
         "cola", ("0", "1"),
         {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
-        {"train": Columns(3, None, 1, header=False),
-         "dev": Columns(3, None, 1, header=False),
+        {"train": Columns(3, None, 1, header=False, count=4),
+         "dev": Columns(3, None, 1, header=False, count=4),
          "test": Columns("sentence", None, None, "index")},
         "CoLA.tsv", "matthews_corrcoef"),
     "sst-2": GlueTask(
@@ -95,7 +104,7 @@ TASKS = {
         "qqp", ("0", "1"),
         {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
         _pair("question1", "question2", "is_duplicate", test_guid="id"),
-        "QQP.tsv", "f1"),
+        "QQP.tsv", "f1", skips_short_rows=True),
     "mnli": GlueTask(
         "mnli", ("contradiction", "entailment", "neutral"),
         {"train": "train.tsv", "dev": "dev_matched.tsv",
@@ -137,8 +146,9 @@ def get_task(name):
     key = name.lower()
     key = _ALIASES.get(key, key)
     if key not in TASKS:
-        raise ValueError(f"Unknown GLUE task. Received: task_name={name!r}. "
-                         f"Known tasks: {sorted(TASKS)}")
+        raise ValueError(f"--task_name={name} is not a GLUE task; known "
+                         f"tasks: {', '.join(sorted(TASKS))}. Received: "
+                         f"task_name={name!r}")
     return TASKS[key]
 
 
@@ -166,49 +176,57 @@ def read_examples(task, data_dir, split):
 
     Returns:
         `(examples, skipped)`: a list of `InputExample` and a `Counter` of
-        skipped rows by reason ("missing_columns").
+        skipped rows by reason ("missing_columns", QQP only).
 
     Raises:
-        DataError: missing file or header column, or a bad label.
+        DataError: a missing or empty file, a missing header column, or a
+            bad row (not UTF-8, another column count, a bad label), naming
+            the file and line.
         ValueError: unknown split.
     """
     if isinstance(task, str):
         task = get_task(task)
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}. Received: {split!r}")
+    if not os.path.isdir(data_dir):
+        raise DataError(f"--data_dir={data_dir} is not a folder (it must hold "
+                        f"the {task.name} task's .tsv files)")
     path = os.path.join(data_dir, task.files[split])
-    if not os.path.exists(path):
-        raise DataError(f"No {split} file for GLUE task {task.name!r}: "
-                        f"{path!r} does not exist.")
+    if not os.path.isfile(path):
+        raise DataError(f"--data_dir={data_dir} has no {task.files[split]} "
+                        f"(the {split} file of GLUE task {task.name!r})")
     columns = task.columns[split]
-    # utf-8-sig: MRPC's files start with a byte-order mark.
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        rows = [line.rstrip("\r\n").split("\t") for line in f]
-    rows = [r for r in rows if r != [""]]
+    rows = _read_rows(path)
+    if not rows:
+        raise DataError(f"{path} is empty; expected the {split} rows of GLUE "
+                        f"task {task.name!r}")
     start = 0
     index = {}
+    expected = columns.count
     if columns.header:
-        if not rows:
-            raise DataError(f"{path!r} is empty; expected a header row.")
-        header = [h.strip() for h in rows[0]]
+        header = [h.strip() for h in rows[0][1]]
         wanted = [c for c in (columns.text_a, columns.text_b, columns.label,
                               columns.guid) if c is not None]
         missing = [c for c in wanted if c not in header]
         if missing:
-            raise DataError(f"{path!r} lacks the columns {missing} of GLUE task "
-                            f"{task.name!r}. Received header: {header}")
+            raise DataError(f"{path}:{rows[0][0]}: the header lacks the "
+                            f"columns {missing} of GLUE task {task.name!r}. "
+                            f"Received header: {header}")
         index = {name: header.index(name) for name in wanted}
+        expected = len(header)
         start = 1
+        if len(rows) == 1:
+            raise DataError(f"{path} holds a header and no rows")
 
     def position(column):
         return column if isinstance(column, int) else index[column]
 
-    needed = max(position(c) for c in (columns.text_a, columns.text_b,
-                                       columns.label, columns.guid)
-                 if c is not None)
+    needed = 1 + max(position(c) for c in (columns.text_a, columns.text_b,
+                                           columns.label, columns.guid)
+                     if c is not None)
     examples, skipped = [], collections.Counter()
-    for line_number, row in enumerate(rows[start:], start=start + 1):
-        if len(row) <= needed:
+    for line_number, row in rows[start:]:
+        if not _row_fits(task, row, expected, needed, path, line_number):
             skipped["missing_columns"] += 1
             continue
         guid = (row[position(columns.guid)] if columns.guid is not None
@@ -226,6 +244,50 @@ def read_examples(task, data_dir, split):
         logging.warning("%s: skipped %d rows with missing columns (of %d).",
                         path, skipped["missing_columns"], len(rows) - start)
     return examples, skipped
+
+
+def _read_rows(path):
+    """`(line number, fields)` of each non-blank line of a TSV file.
+
+    Raises:
+        DataError: a line that is not UTF-8 (names the file and line).
+    """
+    with open(path, "rb") as f:
+        data = f.read()
+    rows = []
+    # Lines end in "\n" (or "\r\n"); a lone "\r" inside a field is text.
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            # utf-8-sig: MRPC's files start with a byte-order mark.
+            line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError as error:
+            raise DataError(
+                f"{path}:{number}: not UTF-8 text (byte 0x{raw[error.start]:02x}"
+                f" at column {error.start + 1}); save the file as UTF-8"
+            ) from None
+        line = line.removesuffix("\r")
+        if line:
+            rows.append((number, line.split("\t")))
+    return rows
+
+
+def _row_fits(task, row, expected, needed, path, line_number):
+    """Whether a row has the file's columns; False for a row to skip.
+
+    Raises:
+        DataError: a row with another number of columns.
+    """
+    if expected is None:
+        if len(row) >= needed:
+            return True
+    elif len(row) == expected:
+        return True
+    if task.skips_short_rows and len(row) < (expected or needed):
+        return False
+    wanted = expected if expected is not None else f"at least {needed}"
+    raise DataError(
+        f"{path}:{line_number}: {len(row)} tab-separated columns, expected "
+        f"{wanted} (a tab inside a field, or a row cut short?)")
 
 
 def _check_label(task, value, path, line_number):
@@ -372,6 +434,9 @@ def write_submission(task, examples, outputs, output_dir):
 
     Returns:
         The path written.
+
+    Raises:
+        safe_io.OutputError: the file could not be written (names it).
     """
     if isinstance(task, str):
         task = get_task(task)
@@ -379,11 +444,11 @@ def write_submission(task, examples, outputs, output_dir):
     if len(labels) != len(examples):
         raise ValueError("One output per example is needed. Received: "
                          f"{len(labels)} outputs for {len(examples)} examples")
-    os.makedirs(output_dir, exist_ok=True)
     path = os.path.join(output_dir, task.submission_name)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("index\tprediction\n")
-        for example, label in zip(examples, labels):
-            value = f"{label:.3f}" if task.is_regression else label
-            f.write(f"{example.guid}\t{value}\n")
+    rows = ["index\tprediction\n"]
+    for example, label in zip(examples, labels):
+        value = f"{label:.3f}" if task.is_regression else label
+        rows.append(f"{example.guid}\t{value}\n")
+    # Whole or not at all: a full disk is an error naming the file.
+    safe_io.write_atomically(path, "".join(rows))
     return path

@@ -47,25 +47,15 @@ _EVALUATE_TAG = "evaluate"
 
 
 def _texts(x, what):
-    """`x` (a list, array or tensor of strings) as a string tensor `[N]`.
+    """`x` (a list, tuple, array or tensor of strings) as a string tensor `[N]`.
 
     Raises:
-        TypeError: anything else, naming `what`.
-        ValueError: no texts.
+        TextInputError: anything else, or no texts, naming `what`.
     """
-    if isinstance(x, (list, tuple)) and all(isinstance(t, str) for t in x):
-        x = tf.constant(list(x), tf.string)
-    elif isinstance(x, np.ndarray) and x.dtype.kind in "OUS":
-        x = tf.constant(x.astype(object), tf.string)
-    if not (isinstance(x, tf.Tensor) and x.dtype == tf.string
-            and x.shape.rank == 1):
-        raise TypeError(
-            f"{what} must be a list of strings (or a 1-D string array or "
-            "tensor, or a tf.data.Dataset of batches of strings). Received: "
-            f"{type(x).__name__}")
-    if x.shape[0] == 0:
-        raise ValueError(f"{what} holds no texts.")
-    return x
+    texts = text_models.texts_array(x, what)
+    if not len(texts):
+        raise text_models.TextInputError(f"{what} holds no texts.")
+    return tf.constant(texts, tf.string)
 
 
 def _is_masked(spec):
@@ -406,14 +396,13 @@ class AlbertMaskedLM(text_models.TextModel):
             list of K `(piece, probability)` pairs, most probable first.
 
         Raises:
-            TypeError: `texts` is not a list of strings.
+            TextInputError (a TypeError and a ValueError): `texts` is not
+                a list of strings.
             ValueError: a text without `[MASK]`, or `top_k` out of
                 `1..vocab_size`.
         """
-        if not (isinstance(texts, (list, tuple))
-                and all(isinstance(t, str) for t in texts)):
-            raise TypeError("texts must be a list of strings. Received: "
-                            f"{type(texts).__name__}")
+        texts = [t.decode("utf-8") if isinstance(t, bytes) else t
+                 for t in text_models.texts_array(texts, "texts")]
         vocab_size = self.pretrainer.config.vocab_size
         if not 1 <= top_k <= vocab_size:
             raise ValueError(f"top_k must be in 1..{vocab_size}. Received: "
@@ -440,6 +429,10 @@ class AlbertMaskedLM(text_models.TextModel):
                         out["top_k_probabilities"][row, m])]
                     for m in np.flatnonzero(out["mask_positions"][row] >= 0)])
         return results
+
+    def empty_prediction(self):
+        return np.zeros((0, self.max_predictions_per_seq,
+                         self.pretrainer.config.vocab_size), np.float32)
 
     # --- Serialization ---
 

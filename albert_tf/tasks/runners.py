@@ -11,6 +11,8 @@ text-in SavedModel (`export_dir`) is done by the programs
 `export/`.
 """
 
+import os
+
 from absl import logging
 import numpy as np
 
@@ -20,6 +22,26 @@ from albert_tf.tasks.options import ClassifierOptions  # pylint: disable=unused-
 from albert_tf.tasks.options import RaceOptions  # pylint: disable=unused-import
 from albert_tf.tasks.options import SquadOptions  # pylint: disable=unused-import
 from albert_tf.tasks.tokenization import Tokenizer
+
+
+def check_options(options, strategy=None):
+    """Checks every option and output before any work (see
+    `FinetuneOptions.validate` and `check_outputs`).
+
+    Raises:
+        ValueError: naming the flag at fault.
+    """
+    replicas = strategy.num_replicas_in_sync if strategy is not None else 1
+    options.validate(replicas)
+    options.check_outputs()
+
+
+def _check_train_size(count, options, source):
+    """Refuses, before any work, a training set smaller than one batch."""
+    if count < options.train_batch_size:
+        raise ValueError(
+            f"{source} holds {count} training examples, fewer than "
+            f"--train_batch_size={options.train_batch_size}")
 
 
 def _read_splits(options, features):
@@ -33,7 +55,15 @@ def _read_splits(options, features):
 # === GLUE ===
 
 def run_classifier(options, strategy=None):
-    """Fine-tunes on a GLUE task folder (train.tsv, dev.tsv, test.tsv)."""
+    """Fine-tunes on a GLUE task folder (train.tsv, dev.tsv, test.tsv).
+
+    Every option, output and input file is checked before anything is
+    written.
+
+    Raises:
+        ValueError: a bad option, output or input row (names it).
+    """
+    check_options(options, strategy)
     task = glue.get_task(options.task_name)
     tokenizer = Tokenizer(options.spm_path(), options.do_lower_case)
 
@@ -48,6 +78,9 @@ def run_classifier(options, strategy=None):
         return examples, arrays
 
     train, dev, test = _read_splits(options, features)
+    if train is not None:
+        _check_train_size(len(train["label_ids"]), options, os.path.join(
+            options.data_dir, task.files["train"]))
 
     def evaluate(trainer):
         logits = trainer.predict(dev, options.eval_batch_size)["logits"]
@@ -80,8 +113,13 @@ def run_squad(options, strategy=None):
     `do_eval` scores every checkpoint on `predict_file` (which must hold
     answers) with the official metrics; `do_predict` writes
     `predictions.json` (and `null_odds.json` for v2.0) for `predict_file`.
+    Every option, output and input file is checked before anything is
+    written.
+
+    Raises:
+        ValueError: a bad option, output or question (names it).
     """
-    options.validate()
+    check_options(options, strategy)
     v2 = options.version_2_with_negative
     tokenizer = Tokenizer(options.spm_path(), options.do_lower_case)
     window = dict(max_seq_length=options.max_seq_length,
@@ -94,6 +132,8 @@ def run_squad(options, strategy=None):
                                        **window)
         logging.info("%d questions -> %d training windows (skipped %s)",
                      len(examples), len(train.windows), dict(skipped))
+        _check_train_size(len(train.windows), options,
+                          f"--train_file={options.train_file}")
     predict = None
     if options.do_eval or options.do_predict:
         examples, _ = squad.read_examples(options.predict_file, False, v2)
@@ -144,8 +184,13 @@ def run_race(options, strategy=None):
 
     `do_eval` scores every checkpoint on `dev/` (accuracy); `do_predict`
     writes `predictions.json` for `test/` and its accuracy when the files
-    hold answers.
+    hold answers. Every option, output and input file is checked before
+    anything is written.
+
+    Raises:
+        ValueError: a bad option, output or file (names it).
     """
+    check_options(options, strategy)
     tokenizer = Tokenizer(options.spm_path(), options.do_lower_case)
 
     def features(split):
@@ -157,6 +202,9 @@ def run_race(options, strategy=None):
         return examples, arrays
 
     train, dev, test = _read_splits(options, features)
+    if train is not None:
+        _check_train_size(len(train["label_ids"]), options, os.path.join(
+            options.data_dir, "train"))
 
     def evaluate(trainer):
         logits = trainer.predict(dev, options.eval_batch_size)["logits"]

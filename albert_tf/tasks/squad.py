@@ -13,9 +13,21 @@ inside the window, else position 0 (`[CLS]`); `is_impossible` is 1 for those
 features. At prediction a piece counts only in the window where it has the
 most context on both sides (as the official BERT scripts do).
 
-Bad data: a question without answers in a v1.1 file, or whose answer text
-does not match the context at `answer_start`, is skipped in training and
-counted; a missing field is an error naming the question.
+Files: the official SQuAD v1.1 / v2.0 JSON (`{"version", "data": [articles
+with "paragraphs" with "qas"]}`), and the Hugging Face `datasets` layout of
+flat records `{"id", "title", "context", "question", "answers": {"text":
+[...], "answer_start": [...]}}`, as JSON Lines (what `Dataset.to_json`
+writes), a JSON list, or a JSON object with a "data" list of them; an
+unanswerable v2.0 question has empty answer lists. Both are read into the
+official nesting, which the evaluation reads too.
+
+Bad data is an error naming the file and the question: a missing field or
+a value of the wrong type, an `answer_start` outside the context, a
+question id used twice, a file that is not UTF-8 JSON. An answer whose text
+is not the context at `answer_start` is skipped in training and counted (a
+few are expected); when most answers are, the offsets are wrong and it is
+an error. A question without answers in a v1.1 training file is skipped
+and counted.
 """
 
 import collections
@@ -26,6 +38,8 @@ from typing import List
 
 import numpy as np
 from absl import logging
+
+from data_prep import safe_io
 
 
 class DataError(ValueError):
@@ -46,29 +60,173 @@ class SquadExample:
 
 
 def load_dataset(path):
-    """The `data` list of a SQuAD JSON file and its `version` string.
+    """The `data` list of a SQuAD file, in the official nesting, and its
+    `version` string ("" for the `datasets` layout).
+
+    Args:
+        path: official SQuAD JSON, or `datasets` records (JSON Lines, a JSON
+            list, or `{"data": [records]}`).
 
     Raises:
-        DataError: no file, not JSON, or no `data` list.
+        DataError: no file, not UTF-8 JSON, neither layout, or a missing or
+            mistyped field (names the file and the question).
     """
-    if not os.path.exists(path):
-        raise DataError(f"No SQuAD file at {path!r}")
-    with open(path, encoding="utf-8") as f:
+    if not os.path.isfile(path):
+        raise DataError(f"No SQuAD file at {path}")
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = raw[:error.start].count(b"\n") + 1
+        raise DataError(f"{path}:{line}: not UTF-8 text; save the file as "
+                        "UTF-8") from None
+    if not text.strip():
+        raise DataError(f"{path} is empty; expected SQuAD JSON")
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError as whole:
+        payload = _json_lines(path, text, whole)
+    if isinstance(payload, dict) and "context" in payload:
+        payload = [payload]  # JSON Lines of one record.
+    if isinstance(payload, dict) and isinstance(payload.get("data"), list):
+        data, version = payload["data"], str(payload.get("version", ""))
+    elif isinstance(payload, list):
+        data, version = payload, ""
+    else:
+        raise DataError(
+            f"{path} is neither SQuAD JSON (an object with a 'data' list) nor "
+            "Hugging Face datasets records (JSON Lines of objects with "
+            "'context', 'question' and 'answers')")
+    if data and all(isinstance(r, dict) and "paragraphs" not in r
+                    and "context" in r for r in data):
+        data = _nest_records(path, data)
+    _check_articles(path, data)
+    return data, version
+
+
+def _json_lines(path, text, whole):
+    """The records of a JSON Lines file (one JSON object per line).
+
+    Raises:
+        DataError: a line that is not JSON (names it); `whole`'s position
+            when the file is not JSON Lines either.
+    """
+    lines = [(n, line) for n, line in enumerate(text.split("\n"), start=1)
+             if line.strip()]
+    if len(lines) < 2 or not lines[0][1].lstrip().startswith("{"):
+        raise DataError(f"{path}:{whole.lineno}: not valid JSON ({whole.msg}, "
+                        f"column {whole.colno})") from None
+    records = []
+    for number, line in lines:
         try:
-            payload = json.load(f)
-        except json.JSONDecodeError as e:
-            raise DataError(f"{path!r} is not valid JSON: {e}") from e
-    if not isinstance(payload, dict) or not isinstance(payload.get("data"), list):
-        raise DataError(f"{path!r} must be a JSON object with a 'data' list "
-                        "(the SQuAD layout).")
-    return payload["data"], str(payload.get("version", ""))
+            records.append(json.loads(line))
+        except json.JSONDecodeError as error:
+            raise DataError(f"{path}:{number}: not a JSON record ({error.msg},"
+                            f" column {error.colno}); expected JSON Lines"
+                            ) from None
+    return records
+
+
+def _nest_records(path, records):
+    """`datasets` records -> the official articles/paragraphs/qas nesting."""
+    articles = {}
+    for number, record in enumerate(records, start=1):
+        where = f"{path}: record {number}"
+        for key in ("id", "context", "question", "answers"):
+            if key not in record:
+                raise DataError(f"{where} lacks {key!r}. Received keys: "
+                                f"{sorted(record)}")
+        answers = record["answers"]
+        if not (isinstance(answers, dict)
+                and isinstance(answers.get("text"), list)
+                and isinstance(answers.get("answer_start"), list)):
+            raise DataError(f"{where} (id {record['id']!r}): 'answers' must be "
+                            "{'text': [...], 'answer_start': [...]}. Received: "
+                            f"{str(answers)[:120]}")
+        if len(answers["text"]) != len(answers["answer_start"]):
+            raise DataError(f"{where} (id {record['id']!r}): 'answers' has "
+                            f"{len(answers['text'])} texts and "
+                            f"{len(answers['answer_start'])} answer_starts")
+        title = str(record.get("title", ""))
+        paragraphs = articles.setdefault(title, {})
+        paragraph = paragraphs.setdefault(
+            record["context"], {"context": record["context"], "qas": []})
+        paragraph["qas"].append({
+            "id": record["id"], "question": record["question"],
+            "answers": [{"text": t, "answer_start": a} for t, a in zip(
+                answers["text"], answers["answer_start"])],
+            "is_impossible": not answers["text"]})
+    return [{"title": title, "paragraphs": list(paragraphs.values())}
+            for title, paragraphs in articles.items()]
+
+
+def _check_articles(path, data):
+    """Checks the official nesting's fields and types (names the place).
+
+    Raises:
+        DataError: a missing or mistyped field, an `answer_start` outside
+            its context, or a question id used twice.
+    """
+    seen = set()
+    for a, article in enumerate(data):
+        if not (isinstance(article, dict)
+                and isinstance(article.get("paragraphs"), list)):
+            raise DataError(f"{path}: data[{a}] must be an article with a "
+                            "'paragraphs' list")
+        for p, paragraph in enumerate(article["paragraphs"]):
+            where = f"{path}: data[{a}].paragraphs[{p}]"
+            if not (isinstance(paragraph, dict)
+                    and isinstance(paragraph.get("context"), str)
+                    and isinstance(paragraph.get("qas", []), list)):
+                raise DataError(f"{where} must hold a 'context' string and a "
+                                "'qas' list")
+            for question in paragraph.get("qas", []):
+                _check_question(where, question, paragraph["context"], seen)
+
+
+def _check_question(where, question, context, seen):
+    if not isinstance(question, dict):
+        raise DataError(f"{where}: a question must be an object. Received: "
+                        f"{type(question).__name__}")
+    for field in ("id", "question"):
+        if field not in question:
+            raise DataError(f"{where}: a question lacks {field!r}. Received "
+                            f"keys: {sorted(question)}")
+    qid = question["id"]
+    if not isinstance(question["question"], str):
+        raise DataError(f"{where}: question {qid!r}: 'question' must be a "
+                        "string")
+    if qid in seen:
+        raise DataError(f"{where}: the question id {qid!r} is used twice; "
+                        "predictions are keyed by id")
+    seen.add(qid)
+    answers = question.get("answers", [])
+    if not isinstance(answers, list):
+        raise DataError(f"{where}: question {qid!r}: 'answers' must be a list")
+    for answer in answers:
+        if not (isinstance(answer, dict) and isinstance(answer.get("text"), str)
+                and "answer_start" in answer):
+            raise DataError(f"{where}: question {qid!r}: an answer needs "
+                            "'text' and 'answer_start'. Received: "
+                            f"{str(answer)[:120]}")
+        start = answer["answer_start"]
+        if (isinstance(start, bool) or not isinstance(start, int)
+                or not 0 <= start < max(len(context), 1)):
+            raise DataError(
+                f"{where}: question {qid!r}: answer_start={start!r} is "
+                f"outside its context of {len(context)} characters")
+
+
+# More than this share of answers not at their answer_start: wrong offsets.
+_MAX_MISMATCH_SHARE = 0.5
 
 
 def read_examples(path, is_training, version_2_with_negative=False):
     """Reads SQuAD questions.
 
     Args:
-        path: a SQuAD v1.1 or v2.0 JSON file.
+        path: a SQuAD v1.1 or v2.0 file (see `load_dataset`).
         is_training: whether answers are needed (and bad ones skipped).
         version_2_with_negative: whether unanswerable questions are expected
             (v2.0). Without it, an unanswerable training question is skipped
@@ -79,40 +237,45 @@ def read_examples(path, is_training, version_2_with_negative=False):
         questions by reason.
 
     Raises:
-        DataError: the file is not SQuAD JSON or a question lacks a field.
+        DataError: the file is not SQuAD, a question is malformed, it holds
+            no questions, or most answers are not at their `answer_start`.
     """
     data, _ = load_dataset(path)
     examples, skipped = [], collections.Counter()
+    first_mismatch = None
     for article in data:
-        for paragraph in article.get("paragraphs", []):
-            if "context" not in paragraph:
-                raise DataError(f"{path!r}: a paragraph has no 'context'.")
+        for paragraph in article["paragraphs"]:
             context = paragraph["context"]
             for question in paragraph.get("qas", []):
-                for field in ("id", "question"):
-                    if field not in question:
-                        raise DataError(f"{path!r}: a question lacks {field!r}. "
-                                        f"Received: {sorted(question)}")
                 answers = question.get("answers", [])
                 impossible = bool(question.get("is_impossible", False)) or not answers
                 example = SquadExample(
                     qas_id=question["id"], question_text=question["question"],
                     context_text=context, is_impossible=impossible,
-                    answers=[a.get("text", "") for a in answers])
+                    answers=[a["text"] for a in answers])
                 if is_training:
                     if impossible and not version_2_with_negative:
                         skipped["unanswerable_in_v1"] += 1
                         continue
                     if not impossible:
                         answer = answers[0]
-                        start = answer.get("answer_start", -1)
-                        text = answer.get("text", "")
-                        if (not isinstance(start, int) or start < 0 or not text
-                                or context[start:start + len(text)] != text):
+                        start, text = answer["answer_start"], answer["text"]
+                        if (not text or
+                                context[start:start + len(text)] != text):
                             skipped["answer_mismatch"] += 1
+                            first_mismatch = first_mismatch or question["id"]
                             continue
                         example.answer_text, example.start_char = text, start
                 examples.append(example)
+    answered = len(examples) + skipped["answer_mismatch"]
+    if skipped["answer_mismatch"] > _MAX_MISMATCH_SHARE * max(answered, 1):
+        raise DataError(
+            f"{path}: in {skipped['answer_mismatch']} of {answered} questions "
+            "the answer text is not the context at answer_start (first: "
+            f"{first_mismatch!r}); answer_start must count characters of "
+            "'context' from 0")
+    if not examples and not skipped:
+        raise DataError(f"{path} holds no questions")
     if skipped:
         logging.warning("%s: skipped questions: %s", path, dict(skipped))
     return examples, skipped
@@ -307,12 +470,11 @@ def write_predictions(output_dir, answers, na_probs=None):
     Returns:
         The paths written.
     """
-    os.makedirs(output_dir, exist_ok=True)
     paths = [os.path.join(output_dir, "predictions.json")]
-    with open(paths[0], "w", encoding="utf-8") as f:
-        json.dump(answers, f, indent=2, ensure_ascii=False)
+    # Whole or not at all: a full disk is an error naming the file.
+    safe_io.write_atomically(
+        paths[0], json.dumps(answers, indent=2, ensure_ascii=False))
     if na_probs is not None:
         paths.append(os.path.join(output_dir, "null_odds.json"))
-        with open(paths[1], "w", encoding="utf-8") as f:
-            json.dump(na_probs, f, indent=2)
+        safe_io.write_atomically(paths[1], json.dumps(na_probs, indent=2))
     return paths

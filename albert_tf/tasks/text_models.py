@@ -2,7 +2,8 @@
 
 The path a Keras user takes first: build from an encoder or a pretrained
 directory, `compile()` with the paper's fine-tuning recipe by default,
-`fit()` / `evaluate()` / `predict()` on strings (Python lists or `tf.data`),
+`fit()` / `evaluate()` / `predict()` on strings (Python lists, tuples,
+arrays, tensors or `tf.data`; an empty list predicts an empty result),
 and export to the TF Serving layout of the CLIs with
 `export.tasks.export_text_classifier`. Inside it is the CLIs' own
 `AlbertClassifier` (ids in) behind an `AlbertTextPreprocessor`, so both
@@ -18,6 +19,7 @@ import glob
 import os
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from albert_tf.convert import pretrained
@@ -80,17 +82,179 @@ def model_and_spm(encoder_or_path, spm_model):
                     f"Received: {type(encoder_or_path).__name__}")
 
 
-def _is_text_list(value):
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+class TextInputError(ValueError, TypeError):
+    """Texts or labels a text model cannot take (names the argument).
+
+    Both a `ValueError` and a `TypeError`: a wrong type of value is what a
+    caller of Keras expects as either.
+    """
 
 
-def string_tensors(x):
-    """A list of strings (or a pair of lists) as string tensors; else `x`."""
-    if _is_text_list(x):
-        return tf.constant(x, tf.string)
-    if isinstance(x, tuple) and len(x) == 2 and all(map(_is_text_list, x)):
-        return tuple(tf.constant(v, tf.string) for v in x)
-    return x
+def _describe(value):
+    return type(value).__name__
+
+
+def texts_array(value, argument="x"):
+    """Texts as a 1-D NumPy array of `str`/`bytes` objects.
+
+    Args:
+        value: a list or tuple of strings, a 1-D NumPy array of strings
+            (`str`, `bytes` or objects holding them), or a 1-D string tensor.
+        argument: the argument's name, for the error.
+
+    Returns:
+        An object array `[N]` (N may be 0).
+
+    Raises:
+        TextInputError: anything else, naming `argument` and what is wrong.
+    """
+    if isinstance(value, (tf.Tensor, tf.Variable)):
+        if value.dtype != tf.string or value.shape.rank != 1:
+            raise TextInputError(
+                f"{argument} must be a list of strings (a 1-D string "
+                f"tensor). Received: a {value.dtype.name} tensor of shape "
+                f"{value.shape}")
+        array = value.numpy().astype(object)
+    elif isinstance(value, (str, bytes)):
+        raise TextInputError(f"{argument} must be a list of strings, not one "
+                             f"string. Received: {value[:80]!r}; wrap it in "
+                             "a list")
+    elif isinstance(value, (list, tuple)):
+        array = np.empty(len(value), object)
+        for index, item in enumerate(value):  # Nested lists stay items.
+            array[index] = item
+    elif hasattr(value, "__array__"):  # NumPy, pandas
+        array = np.asarray(value)
+        if array.dtype.kind in "US":
+            array = array.astype(object)
+    else:
+        raise TextInputError(f"{argument} must be a list of strings (or a 1-D "
+                             "array or tensor of strings, or a tf.data."
+                             f"Dataset). Received: {_describe(value)}")
+    if array.ndim != 1 or array.dtype.kind != "O":
+        raise TextInputError(
+            f"{argument} must be a flat list of strings. Received: an array of "
+            f"shape {array.shape} and dtype {array.dtype}")
+    for index, item in enumerate(array):
+        if isinstance(item, bytes):
+            # Keras batches arrays of `str` (bytes from a tensor are text).
+            try:
+                array[index] = item.decode("utf-8")
+            except UnicodeDecodeError:
+                raise TextInputError(
+                    f"{argument}[{index}] is not UTF-8 text. Received: "
+                    f"{item[:40]!r}") from None
+        elif not isinstance(item, str):
+            raise TextInputError(
+                f"{argument}[{index}] must be a string. Received: "
+                f"{_describe(item)} {str(item)[:80]!r}")
+    return array
+
+
+def _is_sequence_of_texts(value):
+    if isinstance(value, (str, bytes)):
+        return False
+    if isinstance(value, (tf.Tensor, np.ndarray)):
+        return value.ndim == 1 if isinstance(value, np.ndarray) else (
+            value.shape.rank == 1)
+    return isinstance(value, (list, tuple))
+
+
+def text_inputs(x, argument="x", pairs=True):
+    """What a text model's `fit`/`evaluate`/`predict` get as `x`.
+
+    Args:
+        x: texts (see `texts_array`); with `pairs`, a pair `(texts,
+            texts_b)` or a dict `{"text", "text_b"}` of them; or anything
+            Keras iterates itself (a `tf.data.Dataset`, a generator, a
+            `keras.utils.PyDataset`), passed on unchanged.
+        argument: the argument's name, for errors.
+        pairs: whether the model takes pairs of texts.
+
+    Returns:
+        `(inputs, count)`: arrays Keras takes, and the number of examples
+        (None for what Keras iterates itself).
+
+    Raises:
+        TextInputError: not texts, or a pair whose halves differ in length.
+    """
+    if x is None:
+        raise TextInputError(f"{argument} is missing: pass a list of strings")
+    if isinstance(x, tf.data.Dataset) or not (
+            isinstance(x, (list, tuple, dict, str, bytes, tf.Tensor))
+            or hasattr(x, "__array__")):
+        if isinstance(x, (int, float)):
+            raise TextInputError(f"{argument} must be a list of strings. "
+                                 f"Received: {_describe(x)}")
+        return x, None
+    if isinstance(x, dict) and not pairs:
+        return x, None  # Packed model inputs: Keras checks them.
+    if pairs and isinstance(x, dict):
+        unknown = sorted(set(x) - {"text", "text_b"})
+        if unknown or "text" not in x:
+            raise TextInputError(
+                f"{argument} as a dict takes the keys 'text' and 'text_b'. "
+                f"Received: {sorted(x)}")
+        x = (x["text"], x["text_b"]) if "text_b" in x else x["text"]
+    if (pairs and isinstance(x, (list, tuple)) and len(x) == 2
+            and all(map(_is_sequence_of_texts, x))):
+        text = texts_array(x[0], f"{argument}[0] (the first texts)")
+        text_b = texts_array(x[1], f"{argument}[1] (the second texts)")
+        if len(text) != len(text_b):
+            raise TextInputError(
+                f"{argument} is a pair of texts of different lengths. "
+                f"Received: {len(text)} and {len(text_b)} texts")
+        return (text, text_b), len(text)
+    text = texts_array(x, argument)
+    return text, len(text)
+
+
+def labels_array(y, count, num_classes=None, argument="y"):
+    """Labels as a NumPy array, checked against the texts.
+
+    Args:
+        y: a list, tuple, array or tensor of numbers (or None).
+        count: the number of texts (None: not checked).
+        num_classes: C; with C > 1, 1-D labels must be class indices.
+        argument: the argument's name, for errors.
+
+    Returns:
+        A NumPy array (or None for None).
+
+    Raises:
+        TextInputError: not numbers, another count than the texts, or a
+            class index outside `0..C-1`.
+    """
+    if y is None:
+        return None
+    if isinstance(y, (tf.Tensor, tf.Variable)):
+        y = y.numpy()
+    if isinstance(y, (str, bytes)) or not (
+            isinstance(y, (list, tuple)) or hasattr(y, "__array__")):
+        raise TextInputError(f"{argument} must be a list or array of labels. "
+                             f"Received: {_describe(y)}")
+    try:
+        array = np.asarray(y)
+    except ValueError:  # Ragged nesting.
+        raise TextInputError(f"{argument} must be a rectangular list or array "
+                             "of numbers. Received: ragged nesting") from None
+    if array.dtype.kind not in "biuf":
+        raise TextInputError(f"{argument} must hold numbers. Received: an "
+                             f"array of dtype {array.dtype}")
+    if count is not None and (array.ndim == 0 or len(array) != count):
+        size = "one value" if array.ndim == 0 else f"{len(array)} labels"
+        raise TextInputError(f"x and {argument} must have one label per text. "
+                             f"Received: {count} texts and {size}")
+    if num_classes and num_classes > 1 and array.ndim == 1 and array.size:
+        if (array != np.round(array)).any() or array.min() < 0 or (
+                array.max() >= num_classes):
+            bad = array[(array != np.round(array)) | (array < 0)
+                        | (array >= num_classes)][0]
+            raise TextInputError(
+                f"{argument} must hold class indices in 0..{num_classes - 1}."
+                f" Received: {bad.item()!r}")
+        array = array.astype(np.int32)
+    return array
 
 
 def recipe_optimizer(learning_rate, num_train_steps, warmup_ratio):
@@ -109,9 +273,24 @@ class TextModel(keras.Model):
     adds its own arguments to `get_config`.
     """
 
-    # Keras takes arrays and tensors; Python lists of strings become tensors.
+    # Whether `x` may be a pair of texts (`(text, text_b)`).
+    takes_pairs = False
+
     def predict(self, x, *args, **kwargs):
-        return super().predict(string_tensors(x), *args, **kwargs)
+        """Keras `predict` on texts: Python lists, tuples, arrays of
+        strings or string tensors too; no texts give an empty result.
+
+        Raises:
+            TextInputError: `x` is not texts (names what is wrong).
+        """
+        x, count = text_inputs(x, "x", pairs=self.takes_pairs)
+        if count == 0:
+            return self.empty_prediction()
+        return super().predict(x, *args, **kwargs)
+
+    def empty_prediction(self):
+        """What `predict` returns for no texts (shape `[0, ...]`)."""
+        raise NotImplementedError
 
     def get_config(self):
         return {
@@ -154,10 +333,14 @@ class AlbertTextClassifier(TextModel):
 
     def __init__(self, encoder_or_path, num_classes, spm_model=None,
                  seq_length=128, do_lower_case=True, dropout=0.1, **kwargs):
+        if isinstance(num_classes, bool) or not isinstance(
+                num_classes, (int, np.integer)) or num_classes < 1:
+            raise ValueError("num_classes must be a positive integer (1 for "
+                             f"regression). Received: {num_classes!r}")
         model, spm_model = model_and_spm(encoder_or_path, spm_model)
         encoder = getattr(model, "encoder", model)
         super().__init__(**kwargs)
-        self.num_classes = num_classes
+        self.num_classes = int(num_classes)
         self.dropout = dropout
         self.preprocessor = AlbertTextPreprocessor(
             spm_model, seq_length, do_lower_case, name="preprocessor")
@@ -199,11 +382,52 @@ class AlbertTextClassifier(TextModel):
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
                         **kwargs)
 
-    def fit(self, x=None, y=None, *args, **kwargs):
-        return super().fit(string_tensors(x), y, *args, **kwargs)
+    takes_pairs = True
 
-    def evaluate(self, x=None, y=None, *args, **kwargs):
-        return super().evaluate(string_tensors(x), y, *args, **kwargs)
+    def _examples(self, method, x, y, sample_weight=None):
+        """`(x, y, sample_weight)` as Keras takes them, checked."""
+        x, count = text_inputs(x, "x", pairs=True)
+        if count is None:  # A dataset or generator: Keras checks it.
+            return x, y, sample_weight
+        if count == 0:
+            raise TextInputError(f"AlbertTextClassifier.{method}: x holds no "
+                                 "texts")
+        if y is None:
+            raise TextInputError(f"AlbertTextClassifier.{method} needs labels "
+                                 "y, one per text of x")
+        y = labels_array(y, count, self.num_classes, "y")
+        if sample_weight is not None:
+            sample_weight = labels_array(sample_weight, count, None,
+                                         "sample_weight")
+        return x, y, sample_weight
+
+    def fit(self, x=None, y=None, *args, validation_data=None,
+            sample_weight=None, **kwargs):
+        """Keras `fit` on texts and labels: Python lists, tuples, arrays
+        or tensors (or a `tf.data.Dataset` of `(texts, labels)` batches).
+
+        Raises:
+            TextInputError: `x`, `y` or `validation_data` is not texts and
+                one label per text (names which).
+        """
+        x, y, sample_weight = self._examples("fit", x, y, sample_weight)
+        if isinstance(validation_data, (list, tuple)) and len(
+                validation_data) in (2, 3):
+            validation_data = tuple(
+                value for value in self._examples(
+                    "fit (validation_data)", *validation_data)
+                if value is not None)
+        return super().fit(x, y, *args, validation_data=validation_data,
+                           sample_weight=sample_weight, **kwargs)
+
+    def evaluate(self, x=None, y=None, *args, sample_weight=None, **kwargs):
+        """Keras `evaluate` on texts and labels (as `fit` takes them)."""
+        x, y, sample_weight = self._examples("evaluate", x, y, sample_weight)
+        return super().evaluate(x, y, *args, sample_weight=sample_weight,
+                                **kwargs)
+
+    def empty_prediction(self):
+        return np.zeros((0, self.num_classes), np.float32)
 
     @property
     def encoder(self):

@@ -109,6 +109,42 @@ def explain_restore_error(error, prefix, config=None):
     return None
 
 
+class CheckpointUnreadableError(ValueError):
+    """A checkpoint's files are missing, truncated or corrupt (one line
+    naming the checkpoint and the cause)."""
+
+
+def _unreadable(prefix, error):
+    """`CheckpointUnreadableError` for an error met reading `prefix`: a
+    `tf.errors.OpError`, or the `IndexError` the checkpoint reader raises on
+    a truncated data file (their messages name no file)."""
+    text = getattr(error, "message", None) or str(error)
+    lines = [line.strip() for line in text.splitlines()
+             if line.strip() and not line.strip().startswith("[[")]
+    cause = lines[0] if lines else type(error).__name__
+    if isinstance(error, tf.errors.NotFoundError):
+        what = "is missing files"
+    else:
+        what = "is truncated or corrupt"
+    return CheckpointUnreadableError(f"The checkpoint {prefix} {what} ({cause})")
+
+
+def check_readable(prefix):
+    """Reads every value of checkpoint `prefix` (their checksums checked),
+    assigning nothing.
+
+    Raises:
+        CheckpointUnreadableError: a file is missing, truncated or corrupt.
+    """
+    try:
+        reader = tf.train.load_checkpoint(prefix)
+        for name in reader.get_variable_to_shape_map():
+            reader.get_tensor(name)
+    except (tf.errors.OpError, IndexError) as e:
+        raise _unreadable(prefix, e) from e
+    return prefix
+
+
 def read_checked(checkpoint, prefix, config=None, partial=True):
     """`checkpoint.read(prefix)` with every model variable bound, or one
     `ValueError` line naming the mismatch (see `explain_restore_error`).
@@ -119,6 +155,11 @@ def read_checked(checkpoint, prefix, config=None, partial=True):
         config: the `AlbertConfig` the model was built from, if known.
         partial: values in the checkpoint the program does not use (an
             optimizer's) are allowed.
+
+    Raises:
+        CheckpointUnreadableError: the checkpoint's files are missing,
+            truncated or corrupt (names `prefix` and the cause).
+        ValueError: the checkpoint does not fit the model.
     """
     message = None
     try:
@@ -126,6 +167,8 @@ def read_checked(checkpoint, prefix, config=None, partial=True):
         if partial:
             status = status.expect_partial()
         status.assert_existing_objects_matched()
+    except (tf.errors.OpError, IndexError) as e:
+        raise _unreadable(prefix, e) from e
     except (ValueError, AssertionError) as e:
         message = explain_restore_error(e, prefix, config)
         if message is None:

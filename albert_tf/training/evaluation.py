@@ -19,7 +19,8 @@ from albert_tf.training import results as results_lib
 
 class Evaluation:
     """Evaluation methods of `Trainer` (which provides `model`, `task`,
-    `strategy`, `output_dir`, `is_chief` and `_compiled()`)."""
+    `strategy`, `output_dir`, `is_chief`, `holding_output()` and
+    `_compiled()`)."""
 
     def sum_stats(self, dataset, max_batches=None):
         """The task's statistics summed over (up to `max_batches` of) a
@@ -78,14 +79,10 @@ class Evaluation:
                   **metrics}
         if not self.is_chief:
             return result
-        results_lib.append_eval_result(self.output_dir, result)
         logging.info("Eval %s: %s", result["checkpoint"],
                      results_lib.format_block(metrics).replace("\n", ", "))
-        writer = tf.summary.create_file_writer(
-            os.path.join(self.output_dir, "eval"))
-        results_lib.write_scalars(writer, step, {
-            k: v for k, v in metrics.items() if isinstance(v, (int, float))})
-        writer.close()
+        # best/ first, the result's block last: a kill in between leaves
+        # the checkpoint unrecorded, so the rerun evaluates it again.
         key = self.task.best_metric
         best = results_lib.best_result(self.output_dir)
         if best is None or metrics[key] > best[key]:
@@ -94,6 +91,12 @@ class Evaluation:
             logging.info("New best checkpoint %s (%s %.4f) copied to %s/",
                          result["checkpoint"], key, metrics[key],
                          os.path.join(self.output_dir, results_lib.BEST_DIR))
+        writer = tf.summary.create_file_writer(
+            os.path.join(self.output_dir, "eval"))
+        results_lib.write_scalars(writer, step, {
+            k: v for k, v in metrics.items() if isinstance(v, (int, float))})
+        writer.close()
+        results_lib.append_eval_result(self.output_dir, result)
         return result
 
     def evaluate_pending(self):
@@ -103,14 +106,16 @@ class Evaluation:
         Raises:
             ValueError: there is no checkpoint to evaluate.
         """
-        paths = self.checkpoint_paths()
-        if not paths:
-            raise ValueError(f"No checkpoint to evaluate in {self.output_dir!r}: "
-                             "train first (--do_train).")
-        done = {r["checkpoint"] for r in results_lib.read_eval_results(
-            os.path.join(self.output_dir, results_lib.EVAL_RESULTS))}
-        return [self.evaluate_and_record(path) for path in paths
-                if os.path.basename(path) not in done]
+        with self.holding_output():
+            paths = self.checkpoint_paths()
+            if not paths:
+                raise ValueError(f"No checkpoint to evaluate in "
+                                 f"{self.output_dir!r}: train first "
+                                 "(--do_train).")
+            done = {r["checkpoint"] for r in results_lib.read_eval_results(
+                os.path.join(self.output_dir, results_lib.EVAL_RESULTS))}
+            return [self.evaluate_and_record(path) for path in paths
+                    if os.path.basename(path) not in done]
 
     def restore_best_or_latest(self):
         """Loads the weights of `best/` if there is one, else of the newest

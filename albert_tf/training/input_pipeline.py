@@ -37,6 +37,7 @@ import numpy as np
 import tensorflow as tf
 
 from data_prep import masking
+from data_prep import safe_io
 from data_prep import schema
 
 from albert_tf.training import records as records_lib
@@ -60,12 +61,13 @@ def default_shuffle_buffer(batch_size):
     return max(MIN_SHUFFLE_BUFFER, SHUFFLE_BATCHES * batch_size)
 
 
-def expand_file_patterns(input_file):
+def expand_file_patterns(input_file, flag="--input_file"):
     """Files named by a comma-separated list of paths or globs (gs:// too).
 
     Args:
         input_file: a string `"a.tfrecord,dir/*.tfrecord,gs://b/c-*"` or a
             list of such strings.
+        flag: the flag they came from, as the user typed it (for errors).
 
     Returns:
         The matching TFRecord files: patterns in the given order, each one's
@@ -73,21 +75,25 @@ def expand_file_patterns(input_file):
         builder's `*.stats.json`) are skipped and named in the log.
 
     Raises:
-        ValueError: when nothing is given, a pattern matches no file or no
-            match is a TFRecord file.
+        ValueError: when nothing is given, a pattern matches no file, a
+            match is an unfinished file of a build that did not complete, a
+            `-NNNNN-of-MMMMM` shard set misses shards or mixes two builds,
+            or no match is a TFRecord file.
     """
     if isinstance(input_file, str):
         input_file = [input_file]
     patterns = [p.strip() for item in input_file for p in item.split(",")
                 if p.strip()]
     if not patterns:
-        raise ValueError(f"No input files given. Received: {input_file!r}")
+        raise ValueError(f"{flag}: no input files given. Received: "
+                         f"{input_file!r}")
     files = []
     for pattern in patterns:
         matches = sorted(tf.io.gfile.glob(pattern))
         if not matches:
-            raise ValueError(f"No file matches input pattern {pattern!r}")
+            raise ValueError(f"{flag}: no file matches {pattern!r}")
         files.extend(matches)
+    safe_io.check_shard_set(files, flag)
     return records_lib.tfrecord_files(files)
 
 
@@ -328,7 +334,7 @@ def pretraining_dataset(input_files, batch_size, max_seq_length,
                         input_context=None, skip_batches=0,
                         dynamic_masking=None, shuffle_buffer=None,
                         cycle_length=8, skip_corrupt_records=False,
-                        vocab_size=None):
+                        vocab_size=None, flag="--input_file"):
     """A `tf.data.Dataset` of pretraining batches.
 
     Args:
@@ -351,6 +357,7 @@ def pretraining_dataset(input_files, batch_size, max_seq_length,
             corrupted or truncated record instead of failing (see
             `records.read_file`); a bad first record still fails first.
         vocab_size: the model's; first records holding larger ids fail.
+        flag: the flag naming `input_files`, as the user typed it.
 
     Returns:
         A dataset of dicts (see the module docstring), batch dimension static.
@@ -359,7 +366,7 @@ def pretraining_dataset(input_files, batch_size, max_seq_length,
         ValueError: no TFRecord file matches, or a file's first record does
             not fit the run (`records.check_records`).
     """
-    files = expand_file_patterns(input_files)
+    files = expand_file_patterns(input_files, flag)
     records_lib.check_records(files, max_seq_length, max_predictions_per_seq,
                               dynamic_masking is not None, vocab_size)
     if input_context is not None:

@@ -15,8 +15,12 @@ the library import it when called.
 """
 
 import dataclasses
+import os
 from typing import Optional
 
+from absl import logging
+
+from data_prep import options as options_lib
 from data_prep.options import option
 
 from albert_tf.config import AlbertConfig, PRESETS
@@ -46,18 +50,21 @@ class TrainingOptions:
         required=True)
     init_checkpoint: str = option(
         None, "Initial weights: a model directory or checkpoint prefix.")
-    train_batch_size: int = option(32, "Global batch per optimizer step.")
-    eval_batch_size: int = option(8, "Global evaluation batch.")
-    learning_rate: float = option(1e-5, "Peak learning rate.")
+    train_batch_size: int = option(32, "Global batch per optimizer step.",
+                                   minimum=1)
+    eval_batch_size: int = option(8, "Global evaluation batch.", minimum=1)
+    learning_rate: float = option(1e-5, "Peak learning rate.", above=0)
     optimizer: str = option("adamw", "Optimizer (official LAMB or AdamW).",
                             choices=OPTIMIZERS)
-    poly_power: float = option(1.0, "Power of the learning-rate decay.")
-    save_checkpoints_steps: int = option(1000, "Steps between checkpoints.")
+    poly_power: float = option(1.0, "Power of the learning-rate decay.",
+                               above=0)
+    save_checkpoints_steps: int = option(1000, "Steps between checkpoints.",
+                                         minimum=1)
     keep_checkpoint_max: int = option(
         5, "Newest checkpoints kept (each is evaluated when written with "
-        "--do_eval; the best stays in best/).")
+        "--do_eval; the best stays in best/); 0: keep all.", minimum=0)
     iterations_per_loop: int = option(
-        100, "Steps per compiled call (and per progress line).")
+        100, "Steps per compiled call (and per progress line).", minimum=1)
     do_train: bool = option(False, "Train.")
     do_eval: bool = option(False, "Evaluate every checkpoint; keep the best "
                            "in best/.")
@@ -68,16 +75,17 @@ class TrainingOptions:
                         choices=tuple(DTYPES) + ("auto",))
     gradient_accumulation_steps: int = option(
         1, "Micro-batches per step (each replica's share of the batch is "
-        "split into this many).")
+        "split into this many).", minimum=1)
     seed: int = option(12345, "Seed of initialization, dropout and data "
-                       "order.")
+                       "order.", minimum=0, maximum=2**32 - 1)
     jit_compile: Optional[bool] = option(
         None, "Compile the steps with XLA: true, false, or auto (the "
         "default): the first steps are timed both ways and the faster is "
         "kept and remembered in output_dir (always XLA on TPUs).")
     max_train_seconds: float = option(
         0.0, "Stop (saving a checkpoint) once this many seconds of training "
-        "have passed in this run; 0: no limit. Rerun to continue.")
+        "have passed in this run; 0: no limit. Rerun to continue.",
+        minimum=0)
     strategy: str = option(
         None, "Distribution strategy; default: tpu if --tpu is set, else "
         "mirrored over the local GPUs, else one CPU device.",
@@ -106,41 +114,96 @@ class TrainingOptions:
             gcp_project=self.gcp_project)
 
     def validate(self, num_replicas=1):
-        """Raises `ValueError` naming the first inconsistent option."""
+        """Checks every option before any work: each flag's range
+        (`options.check_values`), then the options that must agree.
+
+        Raises:
+            ValueError: naming the first bad option as the user types it
+                (`--train_batch_size`).
+        """
+        options_lib.check_values(self)
         if not self.output_dir:
-            raise ValueError("output_dir is required. Received: "
-                             f"output_dir={self.output_dir!r}")
+            raise ValueError("--output_dir is required. Received: "
+                             f"{self.output_dir!r}")
         if self.dtype not in tuple(DTYPES) + ("auto",):
-            raise ValueError(f"dtype must be one of {sorted(DTYPES)} or auto. "
-                             f"Received: dtype={self.dtype!r}")
+            raise ValueError(f"--dtype must be one of {sorted(DTYPES)} or "
+                             f"auto. Received: {self.dtype!r}")
         from albert_tf.training import compile_choice  # pylint: disable=import-outside-toplevel
         compile_choice.parse(self.jit_compile)
         if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {OPTIMIZERS}. "
-                             f"Received: optimizer={self.optimizer!r}")
+            raise ValueError(f"--optimizer must be one of {OPTIMIZERS}. "
+                             f"Received: {self.optimizer!r}")
+        # Library callers may build options without the flags' ranges.
         positive = (self._STEPS_FIELD, "train_batch_size", "eval_batch_size",
                     "save_checkpoints_steps", "iterations_per_loop",
                     "gradient_accumulation_steps")
         for name in positive:
             if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive. "
-                                 f"Received: {name}={getattr(self, name)}")
+                raise ValueError(f"--{name} must be positive. "
+                                 f"Received: {getattr(self, name)}")
         for name in (self._WARMUP_FIELD, "keep_checkpoint_max",
                      "max_train_seconds"):
             if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0. "
-                                 f"Received: {name}={getattr(self, name)}")
+                raise ValueError(f"--{name} must be >= 0. "
+                                 f"Received: {getattr(self, name)}")
         unit = num_replicas * self.gradient_accumulation_steps
         if self.train_batch_size % unit:
             raise ValueError(
-                "train_batch_size must be divisible by replicas x "
-                f"gradient_accumulation_steps ({num_replicas} x "
+                "--train_batch_size must be divisible by replicas x "
+                f"--gradient_accumulation_steps ({num_replicas} x "
                 f"{self.gradient_accumulation_steps}). Received: "
-                f"train_batch_size={self.train_batch_size}")
+                f"{self.train_batch_size}")
         if self.eval_batch_size % num_replicas:
             raise ValueError(
-                f"eval_batch_size must be divisible by the {num_replicas} "
-                f"replicas. Received: eval_batch_size={self.eval_batch_size}")
+                f"--eval_batch_size must be divisible by the {num_replicas} "
+                f"replicas. Received: {self.eval_batch_size}")
+        if self.do_train and self.num_warmup > self.num_steps:
+            logging.warning(
+                "--%s=%d is more than --%s=%d: the learning rate never "
+                "reaches --learning_rate.", self._WARMUP_FIELD,
+                self.num_warmup, self._STEPS_FIELD, self.num_steps)
+
+    # The program an output folder's run belongs to (`run_settings`).
+    _PROGRAM = None
+
+    def run_program(self):
+        """The job's name in the output folder's run record."""
+        return self._PROGRAM or type(self).__name__
+
+    def run_settings(self):
+        """The settings that make this job's output what it is, recorded in
+        `<output_dir>/albert_run.json` by the first run and compared on
+        every rerun (`safe_io.RunRecord`): `{flag as typed: JSON value}`.
+
+        Only what changes the run's meaning is here; what a user changes
+        on resume (the step counts, the learning rate and its schedule,
+        checkpoint and loop intervals, --max_train_seconds, --do_eval,
+        --dtype, --jit_compile, --gradient_accumulation_steps, the
+        strategy) is not. Training's own settings are recorded only when
+        the run trains, so an evaluation-only run is not compared on flags
+        it does not use. Subclasses add their inputs and model.
+        """
+        if not self.do_train:
+            return {}
+        return {"--init_checkpoint": local_path(self.init_checkpoint),
+                "--train_batch_size": self.train_batch_size,
+                "--optimizer": self.optimizer}
+
+
+def local_path(path):
+    """A local path made absolute (a rerun from another folder names the
+    same file the same way); URLs and None unchanged."""
+    if not path or "://" in path:
+        return path
+    return os.path.abspath(path)
+
+
+def local_patterns(patterns):
+    """`local_path` of each pattern of a comma-separated list."""
+    if not patterns:
+        return patterns
+    return ",".join(local_path(p.strip()) for p in patterns.split(",")
+                    if p.strip())
 
 
 @dataclasses.dataclass
@@ -161,23 +224,28 @@ class PretrainingOptions(TrainingOptions):
                          "--albert_config_file.", choices=tuple(sorted(PRESETS)))
     eval_input_file: str = option(
         None, "Evaluation records (default: --input_file).")
-    train_batch_size: int = option(4096, "Global batch per optimizer step.")
-    eval_batch_size: int = option(64, "Global evaluation batch.")
-    max_seq_length: int = option(512, "L of the records.")
-    max_predictions_per_seq: int = option(20, "P of the records.")
-    num_train_steps: int = option(125000, "Optimizer steps.")
-    num_warmup_steps: int = option(3125, "Linear warmup steps.")
-    learning_rate: float = option(0.00176, "Peak learning rate.")
+    train_batch_size: int = option(4096, "Global batch per optimizer step.",
+                                   minimum=1)
+    eval_batch_size: int = option(64, "Global evaluation batch.", minimum=1)
+    max_seq_length: int = option(512, "L of the records.", minimum=1)
+    max_predictions_per_seq: int = option(20, "P of the records.",
+                                          minimum=1)
+    num_train_steps: int = option(125000, "Optimizer steps.", minimum=1)
+    num_warmup_steps: int = option(3125, "Linear warmup steps.", minimum=0)
+    learning_rate: float = option(0.00176, "Peak learning rate.", above=0)
     optimizer: str = option("lamb", "Optimizer (official LAMB or AdamW).",
                             choices=("lamb", "adamw"))
-    save_checkpoints_steps: int = option(5000, "Steps between checkpoints.")
+    save_checkpoints_steps: int = option(5000, "Steps between checkpoints.",
+                                         minimum=1)
     iterations_per_loop: int = option(
-        1000, "Steps per compiled call (and per progress line).")
+        1000, "Steps per compiled call (and per progress line).", minimum=1)
     do_train: bool = option(True, "Train.")
-    max_eval_steps: int = option(100, "Evaluation batches per checkpoint.")
+    max_eval_steps: int = option(100, "Evaluation batches per checkpoint.",
+                                 minimum=1)
     dynamic_masking: bool = option(
         False, "Records carry no masks: mask afresh each epoch.")
-    masked_lm_prob: float = option(0.15, "Masking rate for --dynamic_masking.")
+    masked_lm_prob: float = option(0.15, "Masking rate for --dynamic_masking.",
+                                   above=0, maximum=1)
     skip_corrupt_records: bool = option(
         False, "On a corrupted or truncated record, skip (and log) the rest "
         "of its file instead of stopping.")
@@ -196,19 +264,54 @@ class PretrainingOptions(TrainingOptions):
             return AlbertConfig.from_preset(self.preset)
         return AlbertConfig.from_json_file(self.albert_config_file)
 
+    _PROGRAM = "run_pretraining"
+    # The config fields that set the model's variables and what it computes.
+    _MODEL_FIELDS = ("vocab_size", "embedding_size", "hidden_size",
+                     "num_hidden_layers", "num_hidden_groups",
+                     "inner_group_num", "num_attention_heads",
+                     "intermediate_size", "hidden_act",
+                     "max_position_embeddings", "type_vocab_size", "share")
+
     def validate(self, num_replicas=1):
         super().validate(num_replicas)
         for name in ("max_seq_length", "max_predictions_per_seq",
                      "max_eval_steps"):
             if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive. "
-                                 f"Received: {name}={getattr(self, name)}")
+                raise ValueError(f"--{name} must be positive. "
+                                 f"Received: {getattr(self, name)}")
         if not self.do_train and not self.do_eval:
-            raise ValueError("At least one of do_train and do_eval must be "
-                             "True. Received: neither")
+            raise ValueError("At least one of --do_train and --do_eval must "
+                             "be true. Received: neither")
         config = self.resolved_config()
         if self.max_seq_length > config.max_position_embeddings:
             raise ValueError(
-                f"max_seq_length={self.max_seq_length} is longer than the "
+                f"--max_seq_length={self.max_seq_length} is longer than the "
                 f"model's max_position_embeddings="
                 f"{config.max_position_embeddings}")
+
+    def evaluation_input(self):
+        """The evaluation records: `eval_input_file`, else `input_file`."""
+        return self.eval_input_file or self.input_file
+
+    def run_settings(self):
+        """The records (their files and shape), the masking, the model's
+        shape-defining config fields and, for a training run, the initial
+        weights, batch and optimizer (see `TrainingOptions.run_settings`).
+        The evaluation records are recorded when the run evaluates (results
+        on other records would be mixed into eval_results.txt and best/)."""
+        settings = super().run_settings()
+        settings.update({
+            "--max_seq_length": self.max_seq_length,
+            "--max_predictions_per_seq": self.max_predictions_per_seq,
+            "--dynamic_masking": self.dynamic_masking})
+        if self.dynamic_masking:
+            settings["--masked_lm_prob"] = self.masked_lm_prob
+        if self.do_train:
+            settings["--input_file"] = local_patterns(self.input_file)
+        if self.do_eval:
+            settings["--eval_input_file"] = local_patterns(
+                self.evaluation_input())
+        config = self.resolved_config().to_dict()
+        for field in self._MODEL_FIELDS:
+            settings[f"{field} (--albert_config_file/--preset)"] = config[field]
+        return settings

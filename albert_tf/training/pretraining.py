@@ -22,6 +22,7 @@ from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import input_pipeline
 from albert_tf.training import losses
+from albert_tf.training import records as records_lib
 from albert_tf.training import results as results_lib
 from albert_tf.training.options import PretrainingOptions
 from albert_tf.training.options import TrainingDivergedError
@@ -51,17 +52,42 @@ class PretrainingTask(TrainingTask):
     def build_model(self, dtype):
         return AlbertPretrainer(self.config, dtype=dtype)
 
+    def check_inputs(self):
+        """The training records (with `do_train`) and the evaluation
+        records (with `do_eval`): globs, shard sets and first records."""
+        options = self.options
+        inputs = []
+        if options.do_train:
+            inputs.append((options.input_file, "--input_file"))
+        if options.do_eval:
+            inputs.append(self._evaluation_input())
+        for input_file, flag in inputs:
+            files = input_pipeline.expand_file_patterns(input_file, flag)
+            records_lib.check_records(
+                files, options.max_seq_length, options.max_predictions_per_seq,
+                options.dynamic_masking, self.config.vocab_size)
+
     def initialize(self, model):
-        if self.options.init_checkpoint:
-            path = checkpoint_lib.restore_model(model,
-                                                self.options.init_checkpoint)
-            logging.info("Initialized the model from %s", path)
+        """Loads `--init_checkpoint`, if given.
+
+        Raises:
+            ValueError: it is missing, unreadable or of another config (one
+                line naming it).
+        """
+        path = self.options.init_checkpoint
+        if not path:
+            return
+        try:
+            path = checkpoint_lib.restore_model(model, path)
+        except (FileNotFoundError, ValueError) as e:
+            raise ValueError(f"--init_checkpoint={path}: {e}") from None
+        logging.info("Initialized the model from %s", path)
 
     def config_files(self):
         return {checkpoint_lib.CONFIG_NAME: self.config.to_dict()}
 
     def dataset(self, input_file, batch_size, is_training, input_context=None,
-                skip_batches=0):
+                skip_batches=0, flag="--input_file"):
         """Batches of pretraining records (see `input_pipeline`)."""
         options = self.options
         masking = None
@@ -75,7 +101,7 @@ class PretrainingTask(TrainingTask):
             seed=options.seed, input_context=input_context,
             skip_batches=skip_batches, dynamic_masking=masking,
             skip_corrupt_records=options.skip_corrupt_records,
-            vocab_size=self.config.vocab_size)
+            vocab_size=self.config.vocab_size, flag=flag)
 
     def train_dataset(self, input_context, global_batch_size, skip_batches):
         return self.dataset(self.options.input_file, global_batch_size, True,
@@ -98,11 +124,17 @@ class PretrainingTask(TrainingTask):
     def metrics(self, stats):
         return losses.metrics_from_stats(stats)
 
-    def _evaluation_dataset(self):
+    def _evaluation_input(self):
+        """`(records, the flag naming them)` of the evaluation."""
         options = self.options
-        input_file = options.eval_input_file or options.input_file
-        return input_file, self.dataset(input_file, options.eval_batch_size,
-                                        False)
+        if options.eval_input_file:
+            return options.eval_input_file, "--eval_input_file"
+        return options.input_file, "--input_file"
+
+    def _evaluation_dataset(self):
+        input_file, flag = self._evaluation_input()
+        return input_file, self.dataset(
+            input_file, self.options.eval_batch_size, False, flag=flag)
 
     def _too_few_evaluation_records(self, input_file):
         return ValueError(
@@ -154,6 +186,12 @@ def run_pretraining(options, strategy=None, task=None):
     """
     keras.utils.set_random_seed(options.seed)
     trainer = Trainer(task or PretrainingTask(options), options, strategy)
+    # One writer for the whole run, training and evaluation.
+    with trainer.holding_output():
+        return _run(trainer, options)
+
+
+def _run(trainer, options):
     if options.do_eval:
         trainer.task.check_evaluation_records()
     report = {}

@@ -16,12 +16,19 @@ One format for every job (pretraining and each fine-tuning task):
                                     block) and the run's config files
                                     (albert_config.json, ...).
     <output_dir>/train/, eval/      TensorBoard event files.
+
+Every file is written whole or not at all (`safe_io.write_atomically`), and
+`best/` is replaced through two renames that `recover_best` completes after
+a kill, so a run killed while writing results resumes with them whole.
+Results are kept and read in the order of their steps.
 """
 
 import json
 import os
 
 import tensorflow as tf
+
+from data_prep import safe_io
 
 EVAL_RESULTS = "eval_results.txt"
 BEST_DIR = "best"
@@ -53,7 +60,13 @@ def read_eval_results(path):
                 entry[key] = _number(value)
         if entry:
             results.append(entry)
-    return results
+    return sorted(results, key=_step_order)
+
+
+def _step_order(result):
+    """Sort key: by `global_step` (results without one last, in order)."""
+    step = result.get("global_step")
+    return (0, step) if isinstance(step, int) else (1, 0)
 
 
 def _number(text):
@@ -66,17 +79,22 @@ def _number(text):
 
 
 def append_eval_result(output_dir, result):
-    """Appends one block to `<output_dir>/eval_results.txt` (atomically:
-    the file is rewritten through a temporary name)."""
+    """Adds one block to `<output_dir>/eval_results.txt`, the blocks in the
+    order of their steps (a checkpoint evaluated again replaces its block).
+
+    The file is rewritten whole through a temporary name: a kill leaves the
+    old file or the new one.
+
+    Raises:
+        safe_io.OutputError: the file could not be written (names it and
+            the cause: a full disk, ...); the old file is unchanged.
+    """
     path = os.path.join(output_dir, EVAL_RESULTS)
-    previous = ""
-    if tf.io.gfile.exists(path):
-        with tf.io.gfile.GFile(path) as f:
-            previous = f.read()
-    temporary = path + ".tmp"
-    with tf.io.gfile.GFile(temporary, "w") as f:
-        f.write(previous + format_block(result) + "\n\n")
-    tf.io.gfile.rename(temporary, path, overwrite=True)
+    results = [r for r in read_eval_results(path)
+               if r.get("checkpoint") != result.get("checkpoint")]
+    results = sorted(results + [result], key=_step_order)
+    safe_io.write_atomically(
+        path, "".join(format_block(r) + "\n\n" for r in results))
 
 
 def best_result(output_dir):
@@ -85,33 +103,77 @@ def best_result(output_dir):
     return results[0] if results else None
 
 
+def _staging(best_dir):
+    """Where the next `best/` is written: a hidden name no reader looks at."""
+    return safe_io.temporary_path(best_dir)
+
+
+def _previous(best_dir):
+    """Where the old `best/` waits while the new one is renamed in."""
+    head, base = os.path.split(best_dir)
+    return os.path.join(head, f".{base}.old")
+
+
 def save_best(output_dir, model, result, config_files=None):
     """Writes `model` and `result` as `<output_dir>/best/`, replacing it.
 
-    The new copy is written beside the old one and swapped in, so a crash
-    never leaves no best model.
+    The new copy is written under a hidden name, its `eval_results.txt`
+    last (the mark that it is whole), then swapped in by two renames
+    (`best` -> `.best.old`, the new one -> `best`); a kill at any point
+    leaves a whole `best/` or one that `recover_best` restores.
+
+    Raises:
+        safe_io.OutputError: a file could not be written (a full disk);
+            the old `best/` is unchanged.
     """
     best_dir = os.path.join(output_dir, BEST_DIR)
-    staging = best_dir + ".new"
+    recover_best(output_dir)
+    staging = _staging(best_dir)
     if tf.io.gfile.exists(staging):
         tf.io.gfile.rmtree(staging)
     tf.io.gfile.makedirs(staging)
-    tf.train.Checkpoint(**{MODEL_KEY: model}).write(
-        os.path.join(staging, BEST_CHECKPOINT))
-    with tf.io.gfile.GFile(os.path.join(staging, EVAL_RESULTS), "w") as f:
-        f.write(format_block(result) + "\n")
+    try:
+        tf.train.Checkpoint(**{MODEL_KEY: model}).write(
+            os.path.join(staging, BEST_CHECKPOINT))
+    except tf.errors.OpError as e:
+        tf.io.gfile.rmtree(staging)
+        raise safe_io.OutputError(
+            f"could not write {best_dir}: {e.message.splitlines()[0]}") from e
     write_config_files(staging, config_files or {})
+    safe_io.write_atomically(os.path.join(staging, EVAL_RESULTS),
+                             format_block(result) + "\n")
+    previous = _previous(best_dir)
     if tf.io.gfile.exists(best_dir):
-        tf.io.gfile.rmtree(best_dir)
+        tf.io.gfile.rename(best_dir, previous, overwrite=True)
     tf.io.gfile.rename(staging, best_dir)
+    if tf.io.gfile.exists(previous):
+        tf.io.gfile.rmtree(previous)
     return best_dir
 
 
+def recover_best(output_dir):
+    """Completes a `best/` swap that a kill interrupted: with no `best/`,
+    the new copy if it was whole, else the old one, is renamed back; the
+    leftovers of a finished swap are removed."""
+    best_dir = os.path.join(output_dir, BEST_DIR)
+    staging, previous = _staging(best_dir), _previous(best_dir)
+    if not tf.io.gfile.exists(best_dir):
+        if tf.io.gfile.exists(os.path.join(staging, EVAL_RESULTS)):
+            tf.io.gfile.rename(staging, best_dir)
+        elif tf.io.gfile.exists(previous):
+            tf.io.gfile.rename(previous, best_dir)
+    for leftover in (staging, previous):
+        if tf.io.gfile.exists(leftover):
+            tf.io.gfile.rmtree(leftover)
+
+
 def write_config_files(directory, config_files):
-    """Writes `{file name: JSON-able dict}` into `directory`."""
+    """Writes `{file name: JSON-able dict}` into `directory` (each file
+    whole or not at all)."""
     for name, content in config_files.items():
-        with tf.io.gfile.GFile(os.path.join(directory, name), "w") as f:
-            f.write(json.dumps(content, indent=2, sort_keys=True) + "\n")
+        safe_io.write_atomically(
+            os.path.join(directory, name),
+            json.dumps(content, indent=2, sort_keys=True) + "\n")
 
 
 def check_config_files(directory, config_files):
@@ -122,8 +184,14 @@ def check_config_files(directory, config_files):
         path = os.path.join(directory, name)
         if not tf.io.gfile.exists(path):
             continue
-        with tf.io.gfile.GFile(path) as f:
-            saved = json.load(f)
+        try:
+            with tf.io.gfile.GFile(path) as f:
+                saved = json.load(f)
+        except (ValueError, UnicodeDecodeError):
+            raise ValueError(
+                f"{path} is not readable JSON; it records the configuration "
+                f"of the checkpoints in {directory}. Restore it, or use "
+                "another --output_dir") from None
         current = json.loads(json.dumps(content))
         if saved != current:
             diff = ", ".join(

@@ -22,6 +22,11 @@ class TrainingTask:
         """The Keras model, under the dtype policy `dtype` (None: float32)."""
         raise NotImplementedError
 
+    def check_inputs(self):
+        """Checks the job's input files before the run writes anything
+        (called by `Trainer.restore`); raises `ValueError` naming the flag
+        and the file at fault."""
+
     def initialize(self, model):
         """Called on a fresh start (no checkpoint to resume): load initial
         weights if the job has them."""

@@ -24,6 +24,7 @@ everything else:
   `albert_tf.training.results`, TensorBoard scalars and progress lines.
 """
 
+import contextlib
 import os
 import re
 import signal
@@ -40,10 +41,12 @@ from albert_tf.training import evaluation
 from albert_tf.training import hardware
 from albert_tf.training import memory
 from albert_tf.training import optimization
+from albert_tf.training import output_folder
 from albert_tf.training import results as results_lib
 from albert_tf.training.options import DTYPES
 from albert_tf.training.options import TrainingDivergedError
 from data_prep import progress
+from data_prep import safe_io
 
 
 def op_error_summary(error):
@@ -76,6 +79,8 @@ class Trainer(evaluation.Evaluation):
         self.task, self.options = task, options
         self.strategy = strategy or tf.distribute.get_strategy()
         options.validate(self.strategy.num_replicas_in_sync)
+        # A file or a read-only place where the folder goes: before any work.
+        safe_io.check_output_path(options.output_dir, output_folder.FLAG)
         self.is_chief = distribute.is_chief(self.strategy)
         self.output_dir = options.output_dir
         self.dtype = hardware.resolve_dtype(options.dtype)
@@ -231,11 +236,23 @@ class Trainer(evaluation.Evaluation):
         return self._manager
 
     def checkpoint_paths(self):
-        """This run's checkpoint prefixes, oldest first."""
+        """This run's checkpoint prefixes, oldest first (those the
+        checkpoint list names)."""
         state = tf.train.get_checkpoint_state(self.output_dir)
         names = state.all_model_checkpoint_paths if state else []
         # The state file may hold paths relative to another directory.
         return [os.path.join(self.output_dir, os.path.basename(p)) for p in names]
+
+    def _checkpoints_on_disk(self):
+        """The `ckpt-<step>` prefixes with an index file, oldest first."""
+        steps = []
+        for path in tf.io.gfile.glob(os.path.join(self.output_dir,
+                                                  "ckpt-*.index")):
+            match = re.fullmatch(r"ckpt-(\d+)\.index", os.path.basename(path))
+            if match:
+                steps.append(int(match.group(1)))
+        return [os.path.join(self.output_dir, f"ckpt-{step}")
+                for step in sorted(steps)]
 
     def _config(self):
         """The model's `AlbertConfig` (for error messages), if it has one."""
@@ -258,46 +275,148 @@ class Trainer(evaluation.Evaluation):
         return (f"The newest checkpoint, {latest}, is kept." if latest
                 else "There is no earlier checkpoint.")
 
+    def holding_output(self):
+        """A context holding the lock on `output_dir` (re-entrant; see
+        `output_folder.hold`): every step of a run that reads or writes the
+        folder holds it, and a program holds it for the whole run. Other
+        workers than the chief write only their scratch folders."""
+        if not self.is_chief:
+            return contextlib.nullcontext()
+        return output_folder.hold(self.output_dir, self.options.run_program())
+
     def save(self):
         """Writes `ckpt-<step>`; returns its path (None on non-chief workers).
 
         Raises:
             TrainingDivergedError: a weight is not finite (nothing written).
-            OSError: the write failed (a full disk); earlier checkpoints
-                stay listed.
+            OSError: the write failed (a full disk): names the checkpoint
+                and the cause; earlier checkpoints stay listed and whole,
+                and the failed one's files are removed.
         """
         self._check_finite_weights()
+        step = int(self.step.numpy())
         try:
             path = self.manager.save(checkpoint_number=self.step)
         except (tf.errors.OpError, OSError) as e:
             # The state file is written last: it still lists complete ones.
             cause = (op_error_summary(e) if isinstance(e, tf.errors.OpError)
                      else e)
-            raise OSError(f"Could not write the checkpoint of step "
-                          f"{int(self.step.numpy())} in {self.output_dir} "
-                          f"({cause}). {self._last_good()}") from e
+            prefix = os.path.join(self._checkpoint_dir(), f"ckpt-{step}")
+            self._remove_failed_save(prefix)
+            raise OSError(f"Could not write the checkpoint of step {step} in "
+                          f"{self.output_dir} ({prefix}: {cause}). "
+                          f"{self._last_good()}") from e
         if not self.is_chief:
             tf.io.gfile.rmtree(self._checkpoint_dir())
             return None
         logging.info("Saved checkpoint %s", path)
         return path
 
+    def _remove_failed_save(self, prefix):
+        """Removes what a failed save of `prefix` left (never a listed,
+        complete checkpoint): frees the space for the next try."""
+        if prefix in self.checkpoint_paths():
+            return
+        for path in tf.io.gfile.glob(prefix + ".*") + tf.io.gfile.glob(
+                prefix + "_temp*"):
+            try:
+                if tf.io.gfile.isdir(path):
+                    tf.io.gfile.rmtree(path)
+                else:
+                    tf.io.gfile.remove(path)
+            except tf.errors.OpError:
+                pass
+
     def restore(self):
-        """Resumes from the newest checkpoint in `output_dir`, else lets the
-        task initialize the model (`init_checkpoint`); returns the step."""
-        config_files = self.task.config_files()
-        results_lib.check_config_files(self.output_dir, config_files)
-        latest = tf.train.latest_checkpoint(self.output_dir)
-        if latest:
-            checkpoint_lib.read_checked(self.checkpoint, latest, self._config())
-            logging.info("Resumed from %s at step %d", latest,
+        """Resumes from the newest complete checkpoint in `output_dir`, else
+        lets the task initialize the model (`init_checkpoint`); returns the
+        step.
+
+        Everything is checked before the folder changes: the task's inputs,
+        the saved config files, the checkpoint, the initial weights, and
+        the run record (`albert_run.json`: a rerun with other inputs is
+        refused). Holds the folder's lock while it works.
+
+        Raises:
+            ValueError: an input, the config or the run record differs, or
+                no listed checkpoint is readable (names them).
+        """
+        with self.holding_output():
+            self.task.check_inputs()
+            config_files = self.task.config_files()
+            results_lib.check_config_files(self.output_dir, config_files)
+            latest = self._resume()
+            if not latest:
+                self.task.initialize(self.model)
+            if self.is_chief:
+                output_folder.claim_run(self.output_dir, self.options)
+                tf.io.gfile.makedirs(self.output_dir)
+                results_lib.recover_best(self.output_dir)
+                results_lib.write_config_files(self.output_dir, config_files)
+            return int(self.step.numpy())
+
+    def _resume(self):
+        """Restores the newest listed checkpoint that reads whole; returns
+        its path (None: there is none). A checkpoint that does not read
+        (a kill or a full disk during its save, a damaged file) is skipped
+        with one log line, as is a save that never completed.
+
+        Raises:
+            CheckpointUnreadableError: checkpoints are listed and none reads.
+        """
+        paths = self.checkpoint_paths()
+        listed = bool(paths)
+        if not listed:
+            # No list, or an unreadable one: the files on disk are the run's.
+            paths = self._checkpoints_on_disk()
+            if paths and tf.io.gfile.exists(
+                    os.path.join(self.output_dir, "checkpoint")):
+                logging.warning("%s is not a readable checkpoint list: "
+                                "looking at the checkpoint files instead.",
+                                os.path.join(self.output_dir, "checkpoint"))
+        skipped = []
+        for path in reversed(paths):
+            try:
+                if not listed:
+                    # Files no list vouches for are read through first: a
+                    # half-read one must not leave its values in the model.
+                    checkpoint_lib.check_readable(path)
+                checkpoint_lib.read_checked(self.checkpoint, path,
+                                            self._config())
+            except checkpoint_lib.CheckpointUnreadableError as e:
+                logging.warning("%s: skipped it.", e)
+                self.step.assign(0)
+                skipped.append(str(e))
+                continue
+            self._log_unfinished_saves(path, paths)
+            logging.info("Resumed from %s at step %d", path,
                          int(self.step.numpy()))
-        else:
-            self.task.initialize(self.model)
-        if self.is_chief:
-            tf.io.gfile.makedirs(self.output_dir)
-            results_lib.write_config_files(self.output_dir, config_files)
-        return int(self.step.numpy())
+            return path
+        if skipped and listed:
+            raise checkpoint_lib.CheckpointUnreadableError(
+                f"No checkpoint in --output_dir={self.output_dir} reads whole: "
+                f"{skipped[0]}; move the folder away to start over")
+        self._log_unfinished_saves(None, paths)
+        return None
+
+    def _log_unfinished_saves(self, resumed, known):
+        """Logs the checkpoints newer than `resumed` whose save never
+        completed (files of no checkpoint in `known`)."""
+        if not self.is_chief:
+            return
+        known = {os.path.basename(path) for path in known}
+        newest = int(resumed.rsplit("-", 1)[1]) if resumed else -1
+        steps = set()
+        for path in tf.io.gfile.glob(os.path.join(self.output_dir, "ckpt-*")):
+            match = re.match(r"ckpt-(\d+)", os.path.basename(path))
+            if (match and int(match.group(1)) > newest
+                    and f"ckpt-{match.group(1)}" not in known):
+                steps.add(int(match.group(1)))
+        for step in sorted(steps):
+            logging.warning("Skipped checkpoint %s: its save did not "
+                            "complete (not in the checkpoint list); it is "
+                            "written again at its step.", os.path.join(
+                                self.output_dir, f"ckpt-{step}"))
 
     # === Training ===
 
@@ -328,6 +447,10 @@ class Trainer(evaluation.Evaluation):
         Raises:
             TrainingDivergedError: the loss became NaN or infinite.
         """
+        with self.holding_output():
+            return self._train()
+
+    def _train(self):
         options = self.options
         start = self.restore()
         if start >= options.num_steps:

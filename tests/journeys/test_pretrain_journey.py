@@ -66,12 +66,12 @@ def test_data_prep_writes_the_vocabulary_shards_and_statistics():
 
     shards = ["train.tfrecord-00000-of-00002", "train.tfrecord-00001-of-00002"]
     assert sorted(os.listdir(root / "data")) == sorted(
-        shards + ["train.stats.json"])
+        shards + ["stats.train.tfrecord.json"])
     # A glob over the records matches the shards, not the statistics
     # (docs/pretraining_data.md).
     assert sorted(glob.glob(str(root / "data/train.tfrecord*"))) == [
         str(root / "data" / name) for name in shards]
-    stats = json.loads((root / "data/train.stats.json").read_text())
+    stats = json.loads((root / "data/stats.train.tfrecord.json").read_text())
     counts = [_count_records(root / "data" / name) for name in shards]
     assert min(counts) > 0
     assert stats["instances"] == sum(counts)
@@ -93,8 +93,8 @@ def test_beam_direct_runner_writes_the_local_runs_bytes():
                  "train.tfrecord-00001-of-00002"):
         assert (root / "beam" / name).read_bytes() == (
             root / "data" / name).read_bytes(), name
-    beam_stats = json.loads((root / "beam/train.stats.json").read_text())
-    stats = json.loads((root / "data/train.stats.json").read_text())
+    beam_stats = json.loads((root / "beam/stats.train.tfrecord.json").read_text())
+    stats = json.loads((root / "data/stats.train.tfrecord.json").read_text())
     assert beam_stats["instances"] == stats["instances"]
 
 

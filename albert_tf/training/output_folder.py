@@ -1,0 +1,88 @@
+"""A training job's hold on its output folder (pretraining and fine-tuning).
+
+Every training job writes one folder (`--output_dir`). Two promises of
+docs/reliability.md are kept here, with `data_prep.safe_io`'s mechanism:
+
+- one writer per folder: `hold` takes `safe_io.OutputLock` on it for a
+  block. The hold is re-entrant within a process, so the program (the whole
+  run, `albert_tf.cli.run_training_program`) and the `Trainer` (each of its
+  steps, for library callers) can both hold it without locking each other
+  out; a second process fails at once naming the holder's pid.
+- what the folder's run was made from: `claim_run` writes (first run) or
+  checks (rerun) `albert_run.json` with the job's `run_settings()`, before
+  anything in the folder changes.
+
+This module imports no TensorFlow.
+"""
+
+import contextlib
+import os
+
+from data_prep import safe_io
+
+FLAG = "--output_dir"
+# Folder -> [lock, depth] of the holds this process has.
+_HELD = {}
+
+
+def _key(output_dir):
+    output_dir = str(output_dir)
+    return output_dir if "://" in output_dir else os.path.realpath(output_dir)
+
+
+@contextlib.contextmanager
+def hold(output_dir, program, flag=FLAG):
+    """Holds the lock on `output_dir` for the block (re-entrant).
+
+    A folder this hold created is removed again when the block fails and
+    leaves it empty (a refused run leaves no trace).
+
+    Args:
+        output_dir: the job's output folder.
+        program: what a second run's error names as the holder.
+        flag: the flag naming the folder, as the user typed it.
+
+    Raises:
+        safe_io.OutputLockedError: another live process holds it.
+        safe_io.OutputError: the folder cannot be made.
+    """
+    key = _key(output_dir)
+    if key in _HELD:
+        _HELD[key][1] += 1
+        try:
+            yield _HELD[key][0]
+        finally:
+            _HELD[key][1] -= 1
+        return
+    local = "://" not in str(output_dir)
+    created = local and not os.path.exists(output_dir)
+    lock = safe_io.OutputLock(output_dir, program, flag=flag).acquire()
+    _HELD[key] = [lock, 1]
+    finished = False
+    try:
+        yield lock
+        finished = True
+    finally:
+        del _HELD[key]
+        lock.release()
+        if created and not finished:
+            _remove_if_empty(output_dir)
+
+
+def _remove_if_empty(folder):
+    try:
+        os.rmdir(folder)  # Only ever an empty folder.
+    except OSError:
+        pass
+
+
+def claim_run(output_dir, options, flag=FLAG):
+    """Records (first run) or checks (rerun) what `output_dir`'s run is
+    made from: `options.run_program()` and `options.run_settings()`.
+
+    Raises:
+        safe_io.OutputError: the folder holds a run made from other
+            settings (names each one, old and new).
+    """
+    safe_io.RunRecord(output_dir, options.run_program(),
+                      options.run_settings()).claim(flag)

@@ -1,0 +1,224 @@
+"""Hostile cases of `python -m albert_tf.convert_checkpoint`.
+
+Every case asserts its outcome (a one-line error naming the thing at fault,
+or a correct result) and that the files that existed before are unchanged.
+The library cases call `convert_checkpoint`, the program's work, in this
+process; the kill and full-disk cases run the program.
+"""
+
+import os
+import resource
+import signal
+import stat
+
+import pytest
+
+from tests.hostile import common
+
+PROGRAM = "albert_tf.convert_checkpoint"
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, albert_spm_model):
+    """A tiny model directory of this project (the conversions' input)."""
+    from albert_tf import AlbertConfig, AlbertPretrainer
+    from albert_tf.training import checkpoint
+
+    config = AlbertConfig.from_preset("tiny", vocab_size=48,
+                                      num_hidden_layers=2)
+    path = str(tmp_path_factory.mktemp("convert_input") / "ours")
+    checkpoint.save_model_dir(AlbertPretrainer(config), path,
+                              spm_model_file=albert_spm_model)
+    return path
+
+
+def _convert(input_path, output_dir, **kwargs):
+    from albert_tf.convert.pretrained import convert_checkpoint
+
+    kwargs.setdefault("target", "huggingface")
+    return convert_checkpoint(input_path, str(output_dir), **kwargs)
+
+
+def _entries(folder):
+    return sorted(os.listdir(folder))
+
+
+# === --overwrite never removes what a conversion did not write ===
+
+def test_overwrite_into_the_folder_that_holds_the_input_is_refused(
+        tmp_path, model_dir):
+    """`--output_dir` = the input's parent with `--overwrite` renamed the
+    whole folder, input included, away and deleted it."""
+    parent = os.path.dirname(model_dir)
+    snapshot = common.Snapshot(parent)
+    with pytest.raises(ValueError, match="holds --input") as error:
+        _convert(model_dir, parent, overwrite=True)
+    assert "--output_dir" in str(error.value)
+    with pytest.raises(ValueError, match="holds --input"):
+        _convert(model_dir, model_dir, overwrite=True)
+    snapshot.assert_unchanged()
+
+
+def test_overwrite_of_a_folder_of_user_files_is_refused(tmp_path, model_dir):
+    """A folder no conversion wrote (no manifest) is never replaced."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "thesis.tex").write_text("three years")
+    snapshot = common.Snapshot(out)
+    with pytest.raises(ValueError, match="--overwrite.*thesis.tex"):
+        _convert(model_dir, out, overwrite=True)
+    assert _entries(out) == ["thesis.tex"]
+    assert _entries(tmp_path) == ["out"]
+    snapshot.assert_unchanged()
+
+
+def test_overwrite_replaces_an_earlier_conversion_but_not_files_added_to_it(
+        tmp_path, model_dir):
+    """An earlier conversion is replaced whole by `--overwrite`; once the
+    user has added a file to it, it is refused, naming that file."""
+    from albert_tf.convert import core
+
+    out = tmp_path / "out"
+    _convert(model_dir, out)
+    (out / "notes.txt").write_text("mine")
+    snapshot = common.Snapshot(out)
+    with pytest.raises(ValueError, match="did not write: notes.txt"):
+        _convert(model_dir, out, target="tf1", overwrite=True)
+    snapshot.assert_unchanged()
+    (out / "notes.txt").unlink()
+    _convert(model_dir, out, target="tf1", overwrite=True)
+    assert "albert_config.json" in _entries(out)
+    assert "model.safetensors" not in _entries(out)
+    assert core.MANIFEST_NAME in _entries(out)
+    assert _entries(tmp_path) == ["out"]  # no lock, partial or old folder
+
+
+def test_output_that_is_a_file_is_one_line_before_any_work(tmp_path,
+                                                           model_dir):
+    out = tmp_path / "out"
+    out.write_text("a file")
+    snapshot = common.Snapshot(tmp_path)
+    with pytest.raises(ValueError, match="--output_dir=.* is a file"):
+        _convert(model_dir, out, overwrite=True)
+    assert _entries(tmp_path) == ["out"]
+    snapshot.assert_unchanged()
+
+
+# === Outputs honour the umask ===
+
+@pytest.mark.parametrize("umask, file_mode, dir_mode", [
+    (0o022, 0o644, 0o755), (0o027, 0o640, 0o750)])
+def test_outputs_get_the_users_umask(tmp_path, model_dir, umask, file_mode,
+                                     dir_mode):
+    """`model.safetensors` was 0600 and the folder 0755, whatever the umask."""
+    old = os.umask(umask)
+    try:
+        _convert(model_dir, tmp_path / "out")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "out").st_mode) == dir_mode
+    for name in _entries(tmp_path / "out"):
+        mode = stat.S_IMODE(os.stat(tmp_path / "out" / name).st_mode)
+        assert mode == file_mode, (name, oct(mode))
+
+
+# === One writer per output ===
+
+def test_second_conversion_into_a_locked_output_fails_at_once(tmp_path,
+                                                              model_dir):
+    from albert_tf.convert import core
+    from data_prep import safe_io
+
+    out = tmp_path / "out"
+    _convert(model_dir, out)
+    snapshot = common.Snapshot(tmp_path)
+    with safe_io.OutputLock(out, core.PROGRAM, flag="--output_dir",
+                            kind="file"):
+        with pytest.raises(safe_io.OutputLockedError,
+                           match="--output_dir=.*out is in use.*process %d"
+                           % os.getpid()):
+            _convert(model_dir, out, overwrite=True)
+    snapshot.assert_unchanged()
+    assert _entries(tmp_path) == ["out"]
+
+
+# === Corrupt inputs are named ===
+
+def _truncate(path, size):
+    with open(path, "r+b") as f:
+        f.truncate(size)
+
+
+@pytest.mark.parametrize("damage", ["safetensors", "checkpoint_data",
+                                    "checkpoint_index"])
+def test_truncated_input_is_one_line_naming_it(tmp_path, model_dir, damage):
+    """A truncated safetensors file or TF checkpoint: one line naming the
+    input, nothing written."""
+    import shutil
+
+    if damage == "safetensors":
+        source = tmp_path / "hf"
+        _convert(model_dir, source)
+        _truncate(source / "model.safetensors", 300)
+        named = str(source / "model.safetensors")
+    else:
+        source = tmp_path / "ours"
+        shutil.copytree(model_dir, source)
+        suffix = ".data-00000-of-00001" if damage == "checkpoint_data" \
+            else ".index"
+        (victim,) = [p for p in source.iterdir() if p.name.endswith(suffix)]
+        _truncate(victim, victim.stat().st_size // 2)
+        named = str(source)
+    snapshot = common.Snapshot(tmp_path)
+    with pytest.raises(ValueError) as error:
+        _convert(str(source), tmp_path / "out", target="tf1")
+    assert named in str(error.value)
+    assert "\n" not in str(error.value)
+    assert not os.path.exists(tmp_path / "out")
+    assert not [e for e in _entries(tmp_path) if e.startswith(".")]
+    snapshot.assert_unchanged()
+
+
+# === Kill and full disk (slow: conversions in processes) ===
+
+@pytest.mark.slow
+def test_conversion_killed_midway_keeps_the_previous_output_and_rerun_finishes(
+        tmp_path, model_dir):
+    """SIGKILL once the unfinished folder appears: the previous conversion
+    is whole under its name; the rerun cleans up and replaces it."""
+    out = tmp_path / "out"
+    _convert(model_dir, out)
+    snapshot = common.Snapshot(out)
+    flags = ("--input=" + model_dir, "--output_dir=%s" % out,
+             "--target=tf1", "--overwrite")
+    process = common.start_program(PROGRAM, *flags)
+    partial = lambda: [e for e in os.listdir(tmp_path)  # noqa: E731
+                       if ".partial-" in e]
+    assert common.kill_when(process, partial)
+    assert "model.safetensors" in _entries(out)
+    snapshot.assert_unchanged()
+    rerun = common.run_program(PROGRAM, *flags)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert "albert_config.json" in _entries(out)
+    assert _entries(tmp_path) == ["out"]
+
+
+@pytest.mark.slow
+def test_conversion_on_full_disk_names_file_and_cause(tmp_path, model_dir):
+    """A file-size limit mid-conversion: one line naming the file and the
+    cause; the previous output is whole and nothing else is left."""
+    out = tmp_path / "out"
+    _convert(model_dir, out)
+    snapshot = common.Snapshot(tmp_path, model_dir)
+
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000))
+
+    result = common.run_program(
+        PROGRAM, "--input=" + model_dir, "--output_dir=%s" % out,
+        "--target=huggingface", "--overwrite", preexec_fn=limit)
+    common.assert_one_line_error(result, "could not write", "model.safetensors",
+                                 "file-size limit")
+    assert _entries(tmp_path) == ["out"]
+    snapshot.assert_unchanged()
