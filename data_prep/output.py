@@ -147,10 +147,8 @@ def written_paths(output_file, num_output_shards=1):
 
 def temporary_paths(paths):
     """The names `paths` are written under before they are committed: the
-    hidden `.<name>.incomplete` (`safe_io.temporary_path`) and the name
-    that one is written under (`..<name>.incomplete.incomplete`)."""
-    first = [safe_io.temporary_path(p) for p in paths]
-    return first + [safe_io.temporary_path(p) for p in first]
+    hidden `.<name>.incomplete` (`safe_io.temporary_path`)."""
+    return [safe_io.temporary_path(p) for p in paths]
 
 
 def check_outputs(output_file, num_output_shards=1):

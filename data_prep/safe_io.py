@@ -73,6 +73,33 @@ def describe_os_error(error, path):
     return f"could not write {path}: {cause}"
 
 
+# The errnos of a write that failed for want of room or rights.
+_WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS,
+                 errno.EACCES, errno.EPERM, errno.EIO)
+
+
+def write_failure(error, folder):
+    """A failed write into `folder` (a full disk, a file-size limit, a
+    read-only place) as one `OutputError` naming the file and the cause.
+
+    Args:
+        error: the exception met while writing: an `OSError`, or a
+            TensorFlow file error (whose message reads "<path>; <cause>").
+        folder: the folder being written.
+
+    Returns:
+        The `OutputError`, or `error` itself when it is not such a failure.
+    """
+    if isinstance(error, OSError) and error.errno in _WRITE_ERRNOS:
+        return OutputError(describe_os_error(
+            error, getattr(error, "filename", None) or folder))
+    message = str(getattr(error, "message", "") or "")
+    if folder and folder in message and hasattr(error, "error_code"):
+        return OutputError("could not write "
+                           + message.strip().splitlines()[0])
+    return error
+
+
 # === Atomic files ===
 
 def temporary_path(path):
@@ -152,9 +179,14 @@ class AtomicFile:
             raise OutputError(describe_os_error(error, self.path)) from None
 
     def commit(self):
-        """Finishes the file and renames it to its final name."""
+        """Finishes the file and renames it to its final name (never over
+        a device, a pipe or a socket)."""
         self.finish()
         try:
+            if os.path.exists(self.path) and not (
+                    os.path.isfile(self.path) or os.path.isdir(self.path)):
+                raise OSError(errno.EEXIST, "a device, a pipe or a socket is "
+                              "there")
             os.replace(self.temp_path, self.path)
         except OSError as error:
             self.abort()
@@ -227,6 +259,10 @@ def check_output_path(path, flag, kind="folder"):
         raise OutputError(f"{flag}={path} is a file, not a folder")
     if kind == "file" and os.path.isdir(path):
         raise OutputError(f"{flag}={path} is a folder, not a file")
+    if kind == "file" and os.path.exists(path) and not os.path.isfile(path):
+        # A device, a pipe or a socket: renaming over it would destroy it.
+        raise OutputError(f"{flag}={path} is not a regular file (a device, "
+                          "a pipe or a socket); name a file")
     # The nearest existing folder must be writable (a read-only mount, a
     # folder of another user), and no file may stand where a folder goes.
     probe = os.path.abspath(path if kind == "folder" else

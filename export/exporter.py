@@ -7,7 +7,6 @@ final folders. `ExportOptions` (in `export.options`) holds the program's
 flags, which are the arguments of `export_from_checkpoint`.
 """
 
-import errno
 import os
 
 import tensorflow as tf
@@ -60,25 +59,6 @@ def _write_assets(folder, config, spm_model_proto):
 
 def _save(root, signatures, path):
     tf.saved_model.save(root, path, signatures=signatures)
-
-
-# The errnos of a write that failed for want of room or rights.
-_WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS,
-                 errno.EACCES, errno.EPERM, errno.EIO)
-
-
-def write_error(error, folder):
-    """A write into `folder` that failed (a full disk, a file-size limit)
-    as one `safe_io.OutputError` naming the file and the cause; any other
-    error is returned as it is."""
-    if isinstance(error, OSError) and error.errno in _WRITE_ERRNOS:
-        return safe_io.OutputError(safe_io.describe_os_error(
-            error, getattr(error, "filename", None) or folder))
-    if isinstance(error, tf.errors.OpError) and folder in str(error.message):
-        # TensorFlow's file errors read "<path>; <cause>".
-        message = error.message.strip().splitlines()[0]
-        return safe_io.OutputError("could not write " + message)
-    return error
 
 
 def export_pretrainer(pretrainer, spm_model_proto, export_dir,
@@ -141,7 +121,7 @@ def export_pretrainer(pretrainer, spm_model_proto, export_dir,
         final = staged.commit()
     except BaseException as error:
         staged.abort()
-        converted = write_error(error, staged.staging_dir)
+        converted = safe_io.write_failure(error, staged.staging_dir)
         if converted is not error:
             raise converted from None
         raise

@@ -39,6 +39,8 @@ import tempfile
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from data_prep import safe_io
+
 from albert_tf.layers import preprocessing
 from albert_tf.models import precision
 from export import exporter
@@ -74,7 +76,7 @@ def _save(root, signatures, export_dir, model_name, version, spm_model_file,
         serving_compat.check_export({model_name: staged.path(model_name)})
     except Exception as error:
         staged.abort()
-        converted = exporter.write_error(error, staged.staging_dir)
+        converted = safe_io.write_failure(error, staged.staging_dir)
         if converted is not error:
             raise converted from None
         raise

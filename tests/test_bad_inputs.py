@@ -173,13 +173,14 @@ CASES = [
     Case("sequence longer than the position table", lambda w: (_pretrain(
         w, f"{w['root']}/c5", config=_other_config(
             w, max_position_embeddings=16)), []),
-        r"run_pretraining: error: max_seq_length=32 is longer than the "
+        r"run_pretraining: error: --max_seq_length=32 is longer than the "
         r"model's max_position_embeddings=16"),
     Case("init_checkpoint of another config", lambda w: (_pretrain(
         w, f"{w['root']}/c6", f"--init_checkpoint={_healthy_run(w)}/ckpt-4",
         config=_other_config(w, embedding_size=32)), [_healthy_run(w)]),
-        r"run_pretraining: error: The checkpoint .*ckpt-4 does not fit the "
-        r"config: variable .* likely config field: embedding_size"),
+        r"run_pretraining: error: --init_checkpoint=.*ckpt-4: The checkpoint "
+        r".*ckpt-4 does not fit the config: variable .* likely config field: "
+        r"embedding_size"),
     Case("resume into a run of another config", lambda w: (_pretrain(
         w, _healthy_run(w), "--num_train_steps=6",
         config=_other_config(w, num_hidden_layers=6)), [_healthy_run(w)]),
@@ -199,7 +200,7 @@ CASES = [
         f"--data_dir={w['glue']['mrpc']}", f"--init_checkpoint={_model_dir(w)}",
         f"--output_dir={w['root']}/mrpc", "--do_train", "--do_predict",
         "--max_seq_length=24", "--train_batch_size=2", "--train_step=2"],
-        []), r"run_classifier: error: No test file .*test\.tsv"),
+        []), r"run_classifier: error: --data_dir=.*MRPC has no test\.tsv"),
 ]
 
 

@@ -116,8 +116,7 @@ def test_shard_set_deals_round_robin_and_commits_all_or_nothing(tmp_path):
     shards.abort()
     assert sorted(os.listdir(tmp_path)) == ["a", "b"]
     assert open(paths[1], "rb").read() == b"2"
-    assert output.ShardSet.temporary_paths(["d/p"]) == [
-        "d/.p.incomplete", "d/..p.incomplete.incomplete"]
+    assert output.ShardSet.temporary_paths(["d/p"]) == ["d/.p.incomplete"]
 
 
 def _commit(tmp_path, records, count=3):

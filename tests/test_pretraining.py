@@ -189,7 +189,8 @@ def test_train_resume_eval_and_summaries(tmp_path):
     report = train_lib.run_pretraining(options(data, out, do_eval=True))
     assert report["train"]["step"] == 4
     assert sorted(tf.io.gfile.listdir(out)) == sorted([
-        "albert_config.json", "best", "checkpoint", "ckpt-2.index",
+        "albert_config.json", "albert_run.json", "best", "checkpoint",
+        "ckpt-2.index",
         "ckpt-2.data-00000-of-00001", "ckpt-4.index",
         "ckpt-4.data-00000-of-00001", "eval", "eval_results.txt", "train"])
     results = report["eval_results"]

@@ -2,6 +2,7 @@
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import textwrap
@@ -139,3 +140,16 @@ def test_run_record_refuses_other_inputs(tmp_path):
         safe_io.RunRecord(tmp_path, "other", {}).claim()
     assert (tmp_path / safe_io.RUN_RECORD_NAME).read_text() == before
     assert json.loads(before)["settings"] == {"--input_file": "a"}
+
+
+def test_an_output_that_is_a_device_or_a_pipe_is_refused(tmp_path):
+    """A rename over `/dev/full` or a named pipe would replace it."""
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    with pytest.raises(safe_io.OutputError, match="not a regular file"):
+        safe_io.check_output_path(pipe, "--output_file", kind="file")
+    with pytest.raises(safe_io.OutputError, match="a pipe or a socket"):
+        with safe_io.AtomicFile(pipe) as f:
+            f.write(b"x")
+    assert stat.S_ISFIFO(os.stat(pipe).st_mode)
+    assert sorted(os.listdir(tmp_path)) == ["pipe"]

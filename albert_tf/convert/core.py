@@ -10,7 +10,6 @@ every source tensor ends up mapped, skipped for a stated reason, or rejected.
 
 import contextlib
 import dataclasses
-import errno
 import json
 import logging
 import os
@@ -286,33 +285,6 @@ def assign_to_model(model, tensors):
 PROGRAM = "convert_checkpoint"
 # What a conversion wrote, so that `--overwrite` replaces only that.
 MANIFEST_NAME = "conversion_manifest.json"
-# The errnos of a write that failed for want of room or rights.
-_WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS,
-                 errno.EACCES, errno.EPERM, errno.EIO)
-
-
-def write_error(error, folder):
-    """A write into `folder` that failed (a full disk, a file-size limit)
-    as one `safe_io.OutputError` naming the file and the cause.
-
-    Args:
-        error: the exception met while writing.
-        folder: the folder being written.
-
-    Returns:
-        The `OutputError`, or `error` itself when it is not such a failure.
-    """
-    if isinstance(error, OSError) and error.errno in _WRITE_ERRNOS:
-        return safe_io.OutputError(safe_io.describe_os_error(
-            error, getattr(error, "filename", None) or folder))
-    # A TensorFlow file error (`tf.errors.OpError`) reads "<path>; <cause>".
-    message = str(getattr(error, "message", "") or "")
-    if folder and folder in message and hasattr(error, "error_code"):
-        return safe_io.OutputError(
-            "could not write " + message.strip().splitlines()[0])
-    return error
-
-
 def _files_under(folder):
     """The files under `folder`, as sorted paths relative to it."""
     found = []
@@ -455,7 +427,7 @@ def atomic_output_dir(output_dir, overwrite=False, input_path=None):
                     indent=1) + "\n")
         except BaseException as error:
             shutil.rmtree(tmp, ignore_errors=True)
-            converted = write_error(error, tmp)
+            converted = safe_io.write_failure(error, tmp)
             if converted is not error:
                 raise converted from None
             raise

@@ -444,7 +444,7 @@ def test_killed_while_writing_the_shards(tmp_path, big_corpus,
                                          spm_model_path, reference):
     def writing(folder):
         return lambda: any(os.path.getsize(p) > 0 for p in _hidden(
-            folder, ".t.tfrecord-*.incomplete.incomplete"))
+            folder, "t.tfrecord-*.incomplete"))
     _killed_then_rerun(tmp_path, big_corpus, spm_model_path, reference,
                        writing)
 
