@@ -11,8 +11,6 @@ Flags follow the official `run_classifier.py`; they are the fields of
 exports), so it lives in `albert_apps`.
 """
 
-import contextlib
-
 from albert_tf import cli
 from albert_tf.tasks.options import ClassifierOptions
 
@@ -20,29 +18,17 @@ from albert_tf.tasks.options import ClassifierOptions
 PROGRAM = "run_classifier"
 
 
-@contextlib.contextmanager
-def holding_export_dir(export_dir):
-    """Holds `--export_dir`'s lock while exporting (re-entrant when it is
-    `--output_dir`): `python -m export.export_saved_model` clears staging
-    folders of unfinished exports under that lock, never this one's."""
-    # pylint: disable=import-outside-toplevel
-    from albert_tf.training import output_folder
-    from export import layout
-    with output_folder.hold(export_dir, PROGRAM, flag="--export_dir"):
-        layout.remove_stale_staging(export_dir)
-        yield
-
-
 def run(options, strategy=None):
     """Fine-tunes, predicts and exports as `options` say; returns the report."""
     # pylint: disable=import-outside-toplevel
     from albert_tf.tasks import runners
+    from export import layout
     from export import tasks as export_tasks
     trainer, report = runners.run_classifier(
         options, strategy or options.make_strategy())
     if options.export_dir:
         task = report["task"]
-        with holding_export_dir(options.export_dir):
+        with layout.holding(options.export_dir, PROGRAM):
             report["export"] = export_tasks.export_classifier(
                 trainer.model, options.spm_path(), options.export_dir,
                 labels=trainer.task.task_info["labels"] or None,

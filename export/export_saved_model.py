@@ -101,8 +101,7 @@ def export(options):
     check_options(options)
     from export import exporter
     from export import layout
-    with safe_io.OutputLock(options.export_dir, PROGRAM, flag="--export_dir"):
-        layout.remove_stale_staging(options.export_dir)
+    with layout.holding(options.export_dir, PROGRAM):
         paths = exporter.export_from_checkpoint(**dataclasses.asdict(options))
     for name, path in paths.items():
         print("%s: %s" % (name, path))

@@ -10,12 +10,14 @@ Works on local paths and on anything `tf.io.gfile` reads (`gs://...`); on
 object stores a folder rename is a copy, so only local renames are atomic.
 """
 
+import contextlib
 import os
 import uuid
 
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.training import output_folder
 from export.options import check_model_name
 
 STAGING_PREFIX = ".staging-"
@@ -172,3 +174,18 @@ def remove_stale_staging(export_dir):
             tf.io.gfile.rmtree(path)
             removed.append(path)
     return removed
+
+
+@contextlib.contextmanager
+def holding(export_dir, program):
+    """Holds `export_dir`'s lock for a block of exports (re-entrant within
+    a process, so a fine-tuning program that exports into its own
+    `--output_dir` keeps the lock it has), after removing the staging
+    folders that killed exports left there.
+
+    Raises:
+        data_prep.safe_io.OutputLockedError: another process exports there.
+    """
+    with output_folder.hold(export_dir, program, flag="--export_dir"):
+        remove_stale_staging(export_dir)
+        yield
