@@ -101,6 +101,10 @@ def export(options):
     check_options(options)
     from export import exporter
     from export import layout
+    if options.version is not None:  # Before the checkpoint is read.
+        layout.check_version_free(
+            options.export_dir, exporter.model_names(
+                options.model_name).values(), options.version)
     with layout.holding(options.export_dir, PROGRAM):
         paths = exporter.export_from_checkpoint(**dataclasses.asdict(options))
     for name, path in paths.items():

@@ -69,6 +69,21 @@ def version_dir(export_dir, model_name, version):
     return os.path.join(export_dir, model_name, str(int(version)))
 
 
+def check_version_free(export_dir, model_names, version):
+    """Refuses a version that exists for one of `model_names`.
+
+    Raises:
+        VersionExistsError: naming the version folder.
+    """
+    for name in model_names:
+        target = version_dir(export_dir, name, version)
+        if tf.io.gfile.exists(target):
+            raise VersionExistsError(
+                "Version %d of %r already exists; versions are never "
+                "overwritten (leave --version unset for the next free "
+                "one). Received: %s" % (version, name, target))
+
+
 class StagedExport:
     """Writes several versioned artifacts and moves them into place at the end.
 
@@ -110,13 +125,7 @@ class StagedExport:
         tf.io.gfile.makedirs(self.staging_dir)
 
     def _check_free(self):
-        for name in self.model_names:
-            target = version_dir(self.export_dir, name, self.version)
-            if tf.io.gfile.exists(target):
-                raise VersionExistsError(
-                    "Version %d of %r already exists; versions are never "
-                    "overwritten (leave --version unset for the next free "
-                    "one). Received: %s" % (self.version, name, target))
+        check_version_free(self.export_dir, self.model_names, self.version)
 
     def path(self, model_name):
         """Where to write `model_name` before `commit`."""

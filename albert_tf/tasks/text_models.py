@@ -15,6 +15,7 @@ routes train the same model on the same ids.
     model.predict(["what a film"])  # logits [1, 2]
 """
 
+import collections.abc
 import glob
 import os
 
@@ -148,7 +149,22 @@ def texts_array(value, argument="x"):
             raise TextInputError(
                 f"{argument}[{index}] must be a string. Received: "
                 f"{_describe(item)} {str(item)[:80]!r}")
+        else:
+            _check_encodable(item, f"{argument}[{index}]")
     return array
+
+
+def _check_encodable(text, where):
+    """Raises TextInputError for a `str` that has no UTF-8 form (a lone
+    surrogate, e.g. from `surrogateescape` decoding), which TensorFlow
+    would otherwise reject without naming the text."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise TextInputError(
+            f"{where} is not valid text: {text[error.start]!r} at character "
+            f"{error.start} has no UTF-8 form (a lone surrogate); decode "
+            "the text with errors='replace'") from None
 
 
 def _is_sequence_of_texts(value):
@@ -165,9 +181,11 @@ def text_inputs(x, argument="x", pairs=True):
 
     Args:
         x: texts (see `texts_array`); with `pairs`, a pair `(texts,
-            texts_b)` or a dict `{"text", "text_b"}` of them; or anything
-            Keras iterates itself (a `tf.data.Dataset`, a generator, a
-            `keras.utils.PyDataset`), passed on unchanged.
+            texts_b)` or a dict `{"text", "text_b"}` of them; a generator
+            or iterator of such batches, alone or as `(x, y[, weights])`
+            (each batch checked, its texts given to Keras as string
+            tensors); or a `tf.data.Dataset` or `keras.utils.PyDataset`,
+            passed on unchanged.
         argument: the argument's name, for errors.
         pairs: whether the model takes pairs of texts.
 
@@ -180,6 +198,8 @@ def text_inputs(x, argument="x", pairs=True):
     """
     if x is None:
         raise TextInputError(f"{argument} is missing: pass a list of strings")
+    if isinstance(x, collections.abc.Iterator):  # A generator, an iterator.
+        return _tensor_batches(x, argument, pairs), None
     if isinstance(x, tf.data.Dataset) or not (
             isinstance(x, (list, tuple, dict, str, bytes, tf.Tensor))
             or hasattr(x, "__array__")):
@@ -207,6 +227,22 @@ def text_inputs(x, argument="x", pairs=True):
         return (text, text_b), len(text)
     text = texts_array(x, argument)
     return text, len(text)
+
+
+def _tensor_batches(batches, argument, pairs):
+    """A generator's batches `x` or `(x, y[, sample_weight])`, each `x`
+    checked as texts and given to Keras as string tensors (Keras' generator
+    input takes no NumPy strings or lists of them)."""
+    for number, batch in enumerate(batches):
+        rest = ()
+        if isinstance(batch, tuple) and 2 <= len(batch) <= 3:
+            batch, rest = batch[0], tuple(np.asarray(v) for v in batch[1:])
+        texts, _ = text_inputs(batch, f"{argument} (batch {number})", pairs)
+        if isinstance(texts, tuple):
+            texts = tuple(tf.constant(list(t), tf.string) for t in texts)
+        elif isinstance(texts, np.ndarray):
+            texts = tf.constant(list(texts), tf.string)
+        yield (texts, *rest)  # Keras takes (x,) for inputs alone.
 
 
 def labels_array(y, count, num_classes=None, argument="y"):

@@ -404,3 +404,99 @@ def test_run_classifier_exports_beside_an_existing_version_untouched(
     assert sorted(os.listdir(serving / "albert_mrpc")) == ["1", "2", "NOTES.md"]
     assert (serving / "albert_mrpc" / "2" / "saved_model.pb").exists()
     assert not [n for n in os.listdir(serving) if n.startswith(".staging")]
+
+
+# === Cases found by a second hostile pass ===
+
+def _squad_file(tmp_path, qas, version="1.1"):
+    path = str(tmp_path / "train.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"version": version, "data": [{"title": "t", "paragraphs": [
+            {"context": "The cat sat.", "qas": qas}]}]}, f)
+    return path
+
+
+def test_squad_v1_training_file_of_only_unanswerable_questions_is_refused(
+        tmp_path):
+    """Every question skipped (no answers, v1.1) used to give zero training
+    examples and a run that "succeeded" with an untrained model."""
+    path = _squad_file(tmp_path, [
+        {"id": "a", "question": "Who?", "answers": []},
+        {"id": "b", "question": "What?", "is_impossible": True,
+         "answers": []}])
+    before = Snapshot(path)
+    with pytest.raises(squad.DataError) as error:
+        squad.read_examples(path, is_training=True)
+    message = _one_line(error.value)
+    assert path in message and "no question to train on" in message
+    assert "--version_2_with_negative" in message
+    # Evaluation still reads them, and v2.0 trains on them.
+    assert len(squad.read_examples(path, is_training=False)[0]) == 2
+    assert len(squad.read_examples(path, True, True)[0]) == 2
+    before.assert_unchanged()
+
+
+@pytest.mark.parametrize("question, named", [
+    # bool("false") is True: the question was silently unanswerable.
+    ({"is_impossible": "false"}, "'is_impossible' must be true or false"),
+    # 4.0 was reported as "outside its context of 12 characters".
+    ({"answers": [{"text": "cat", "answer_start": 4.0}]},
+     "answer_start must be a whole number"),
+])
+def test_squad_mistyped_field_is_named_not_misread(tmp_path, question, named):
+    path = _squad_file(tmp_path, [
+        {"id": "a", "question": "Who?",
+         "answers": [{"text": "cat", "answer_start": 4}], **question}],
+        version="2.0")
+    before = Snapshot(path)
+    with pytest.raises(squad.DataError) as error:
+        squad.read_examples(path, True, True)
+    message = _one_line(error.value)
+    assert path in message and "'a'" in message and named in message
+    before.assert_unchanged()
+
+
+def test_glue_file_with_bom_and_windows_line_endings_reads_as_unix(glue_dirs):
+    """A dev.tsv saved by Excel/Notepad: BOM, "\\r\\n", quotes kept as text
+    (GLUE files are not CSV-quoted)."""
+    path = os.path.join(glue_dirs["sst-2"], "dev.tsv")
+    with open(path, "wb") as f:
+        f.write(b'\xef\xbb\xbfsentence\tlabel\r\na "fine" film\t1\r\n\r\n'
+                b'dull\t0\r\n')
+    before = Snapshot(path)
+    examples, skipped = glue.read_examples("sst-2", glue_dirs["sst-2"], "dev")
+    assert [(e.text_a, e.label) for e in examples] == [
+        ('a "fine" film', "1"), ("dull", "0")] and not skipped
+    before.assert_unchanged()
+
+
+def test_text_with_a_lone_surrogate_is_one_value_error(text_models):
+    """A `str` with no UTF-8 form (from `surrogateescape`) reached
+    TensorFlow, which failed without naming the text."""
+    for model, call in ((text_models["classifier"], "predict"),
+                        (text_models["masked_lm"], "fill_mask")):
+        with pytest.raises(ValueError) as error:
+            getattr(model, call)(["fine", "a [MASK] \udcff"])
+        assert "[1] is not valid text" in _one_line(error.value)
+
+
+def test_generators_of_lists_or_numpy_strings_train_and_predict(text_models):
+    """Keras takes generators of tensors only: a generator of lists or
+    NumPy strings failed with "Invalid dtype: str352"."""
+    model = text_models["regressor"]
+    model.compile(learning_rate=1e-3, num_train_steps=4)
+
+    def batches(kind):
+        for _ in range(2):
+            texts = ["alpha beta", "gamma é"]
+            yield ((np.array(texts) if kind == "numpy" else texts),
+                   [0.5, 1.0], [1.0, 0.5])
+
+    for kind in ("numpy", "lists"):
+        model.fit(batches(kind), epochs=1, steps_per_epoch=2, verbose=0)
+    predicted = model.predict((t for t, _, _ in batches("lists")), verbose=0)
+    assert predicted.shape == (4, 1)
+    with pytest.raises(ValueError, match=r"x \(batch 0\)\[0\] must be a "
+                                         "string"):
+        model.fit(iter([([1, 2], [0.0, 1.0])]), epochs=1, steps_per_epoch=1,
+                  verbose=0)
