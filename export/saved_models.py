@@ -106,7 +106,7 @@ def checked_encoder_inputs(inputs, config):
     """The encoder inputs of a signature, checked when run.
 
     Each must be int32 `[B, T]` (rank checked in the graph, as in
-    `preprocessing.checked_texts`), all three of one shape, T at most the
+    `preprocessing.checked_texts`), all three of one shape, T from 1 to the
     model's `max_position_embeddings`, and the ids within their tables: out
     of range, an embedding lookup fails on CPU and reads zeros on GPU.
 
@@ -136,6 +136,10 @@ def checked_encoder_inputs(inputs, config):
             tf.shape(checked[name]), tf.shape(ids),
             message=f"{name} must have the shape of input_word_ids [B, T]")
         for name in _ENCODER_INPUTS[1:]]
+    # T=0 has no [CLS] to pool: refused here rather than as a slice error.
+    checks.append(tf.debugging.assert_positive(
+        tf.shape(ids)[1],
+        message="input_word_ids: its length T must be at least 1 ([CLS])"))
     checks.append(tf.debugging.assert_less_equal(
         tf.shape(ids)[1], config.max_position_embeddings,
         message="input_word_ids: its length T exceeds max_position_embeddings="
@@ -365,7 +369,7 @@ def optional_text_b(text, text_b):
     Fails with a clear message when a non-empty `text_b` does not hold one
     string per `text`.
     """
-    text_b = preprocessing.checked_texts(text_b, "text_b")
+    text_b = preprocessing.checked_texts(text_b, "text_b", utf8=True)
     has_pairs = tf.size(text_b) > 0
     with tf.control_dependencies([tf.cond(
             has_pairs, lambda: _check_pair_batch(text, text_b), tf.no_op)]):
@@ -409,7 +413,7 @@ def build_serving_model(pretrainer, preprocessor, top_k=5, assets=None,
     run_encoder = model_runner(encoder_outputs, compile_with_xla)
 
     def encode(text, text_b=None):
-        text = preprocessing.checked_texts(text, "text")
+        text = preprocessing.checked_texts(text, "text", utf8=True)
         inputs = preprocessor.encode(text, text_b, pad_to_longest=dynamic)
         outputs = (run_by_length(run_encoder, inputs) if dynamic
                    else run_encoder(inputs))
@@ -419,7 +423,7 @@ def build_serving_model(pretrainer, preprocessor, top_k=5, assets=None,
     @tf.function(autograph=False, input_signature=[_STRINGS, _STRINGS])
     def serve(text, text_b=tf.constant([], tf.string)):
         # An empty `text_b` tensor means "no second segment" for every row.
-        text = preprocessing.checked_texts(text, "text")
+        text = preprocessing.checked_texts(text, "text", utf8=True)
         return encode(text, optional_text_b(text, text_b))
 
     @tf.function(autograph=False, input_signature=[_STRINGS])
@@ -429,14 +433,15 @@ def build_serving_model(pretrainer, preprocessor, top_k=5, assets=None,
     @tf.function(autograph=False, input_signature=[_STRINGS])
     def fill_mask(text):
         return fill_mask_lib.fill_mask_outputs(
-            pretrainer, preprocessor, preprocessing.checked_texts(text, "text"),
+            pretrainer, preprocessor,
+            preprocessing.checked_texts(text, "text", utf8=True),
             top_k, dynamic,
             encode=lambda inputs: run_encoder(inputs)["sequence_output"])
 
     @tf.function(autograph=False, input_signature=[_STRINGS, _STRINGS])
     def sop(text, text_b):
-        text = preprocessing.checked_texts(text, "text")
-        text_b = preprocessing.checked_texts(text_b, "text_b")
+        text = preprocessing.checked_texts(text, "text", utf8=True)
+        text_b = preprocessing.checked_texts(text_b, "text_b", utf8=True)
         with tf.control_dependencies([_check_pair_batch(text, text_b)]):
             inputs = preprocessor.encode(text, text_b,
                                          pad_to_longest=dynamic)
@@ -520,7 +525,8 @@ class _Tokenize(tf.Module):
 
     @tf.function(autograph=False, input_signature=[_STRINGS])
     def __call__(self, text):
-        return self._preprocessor.tokenize(preprocessing.checked_texts(text))
+        return self._preprocessor.tokenize(
+            preprocessing.checked_texts(text, utf8=True))
 
     @tf.function(autograph=False, input_signature=[])
     def get_special_tokens_dict(self):
@@ -576,7 +582,8 @@ def build_preprocessor_model(preprocessor, assets=None):
 
         @tf.function(autograph=False, input_signature=[_STRINGS])
         def __call__(self, text):
-            return preprocessor.encode(preprocessing.checked_texts(text))
+            return preprocessor.encode(
+                preprocessing.checked_texts(text, utf8=True))
 
     root = PreprocessorRoot()
     root.preprocessor = preprocessor

@@ -43,20 +43,41 @@ def detect_format(path):
 
     Raises:
         FileNotFoundError: if `path` does not exist.
-        ValueError: if no supported format is recognized.
+        ValueError: if no supported format is recognized, or more than one.
     """
     if not tf.io.gfile.isdir(path):
         if tf.io.gfile.exists(path + ".index"):
             return "tf1"
         raise FileNotFoundError(f"No model directory or checkpoint at {path!r}")
+    found = _formats_in(path)
+    if len(found) > 1:
+        # Picking one by precedence could load other weights than the user
+        # means; the folder is ambiguous.
+        raise ValueError(
+            f"{path!r} holds more than one model format ({', '.join(found)}); "
+            "move one of them to its own folder (or name the format with "
+            "--source when converting)")
+    if found:
+        return found[0]
+    raise ValueError(
+        f"No supported model format recognized in {path!r}: expected this "
+        "project's model directory, an official TF1 release (albert_config.json "
+        "+ model.ckpt*), a Hugging Face directory (config.json + "
+        "model.safetensors) or a keras-hub preset (config.json + "
+        "model.weights.h5).")
+
+
+def _formats_in(path):
+    """The formats whose files the directory `path` holds, each once."""
     has = lambda name: tf.io.gfile.exists(os.path.join(path, name))  # noqa: E731
+    found = []
     if has(huggingface.CONFIG_NAME):
         if has(keras_hub.WEIGHTS_NAME):
-            return "keras_hub"
+            found.append("keras_hub")
         if any(has(n) for n in (huggingface.SAFETENSORS_NAME,
                                 huggingface.SAFETENSORS_INDEX_NAME,
                                 huggingface.PYTORCH_NAME)):
-            return "huggingface"
+            found.append("huggingface")
     try:
         prefix = tf1.find_checkpoint(path)
     except FileNotFoundError:
@@ -65,14 +86,10 @@ def detect_format(path):
         variables = tf1.checkpoint_names(prefix)
         if "_CHECKPOINTABLE_OBJECT_GRAPH" in variables and any(
                 n.startswith(checkpoint.MODEL_KEY + "/") for n in variables):
-            return "albert_tf"
-        return "tf1"
-    raise ValueError(
-        f"No supported model format recognized in {path!r}: expected this "
-        "project's model directory, an official TF1 release (albert_config.json "
-        "+ model.ckpt*), a Hugging Face directory (config.json + "
-        "model.safetensors) or a keras-hub preset (config.json + "
-        "model.weights.h5).")
+            found.append("albert_tf")
+        else:
+            found.append("tf1")
+    return found
 
 
 def _check_format(name, value, allowed):

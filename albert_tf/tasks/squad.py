@@ -201,6 +201,11 @@ def _check_question(where, question, context, seen):
         raise DataError(f"{where}: the question id {qid!r} is used twice; "
                         "predictions are keyed by id")
     seen.add(qid)
+    # bool("false") is True: a string here would silently mark a question
+    # unanswerable.
+    if not isinstance(question.get("is_impossible", False), bool):
+        raise DataError(f"{where}: question {qid!r}: 'is_impossible' must be "
+                        f"true or false. Received: {question['is_impossible']!r}")
     answers = question.get("answers", [])
     if not isinstance(answers, list):
         raise DataError(f"{where}: question {qid!r}: 'answers' must be a list")
@@ -211,8 +216,11 @@ def _check_question(where, question, context, seen):
                             "'text' and 'answer_start'. Received: "
                             f"{str(answer)[:120]}")
         start = answer["answer_start"]
-        if (isinstance(start, bool) or not isinstance(start, int)
-                or not 0 <= start < max(len(context), 1)):
+        if isinstance(start, bool) or not isinstance(start, int):
+            raise DataError(
+                f"{where}: question {qid!r}: answer_start must be a whole "
+                f"number of characters. Received: {start!r}")
+        if not 0 <= start < max(len(context), 1):
             raise DataError(
                 f"{where}: question {qid!r}: answer_start={start!r} is "
                 f"outside its context of {len(context)} characters")
@@ -276,6 +284,12 @@ def read_examples(path, is_training, version_2_with_negative=False):
             "'context' from 0")
     if not examples and not skipped:
         raise DataError(f"{path} holds no questions")
+    if is_training and not examples:
+        # Training on nothing would "succeed" with an untrained model.
+        raise DataError(
+            f"{path}: no question to train on; all were skipped "
+            f"({dict(skipped)}). Unanswerable questions need "
+            "--version_2_with_negative")
     if skipped:
         logging.warning("%s: skipped questions: %s", path, dict(skipped))
     return examples, skipped

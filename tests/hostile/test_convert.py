@@ -222,3 +222,30 @@ def test_conversion_on_full_disk_names_file_and_cause(tmp_path, model_dir):
                                  "file-size limit")
     assert _entries(tmp_path) == ["out"]
     snapshot.assert_unchanged()
+
+
+# === Cases found by a second hostile pass ===
+
+def test_folder_holding_two_model_formats_is_refused_naming_both(
+        tmp_path, model_dir):
+    """A model folder with Hugging Face files dropped in was read as Hugging
+    Face (and failed on PyTorch): an ambiguous folder is now named."""
+    import shutil
+
+    from albert_tf.convert import pretrained
+
+    both = tmp_path / "both"
+    shutil.copytree(model_dir, both)
+    (both / "config.json").write_text("{}")
+    (both / "model.safetensors").write_bytes(b"")
+    before = common.Snapshot(str(both))
+    for call in (pretrained.detect_format, pretrained.load_pretrained):
+        with pytest.raises(ValueError) as error:
+            call(str(both))
+        message = str(error.value)
+        assert "\n" not in message and str(both) in message
+        assert "huggingface" in message and "albert_tf" in message
+    # Naming the format still converts it.
+    _convert(str(both), tmp_path / "out", source="albert_tf")
+    assert os.path.isfile(tmp_path / "out" / "model.safetensors")
+    before.assert_unchanged()
