@@ -47,7 +47,7 @@ class Options:
     vocab_size: int = option(
         30000,
         "Number of pieces, special pieces included (more than the corpus's "
-        "distinct characters plus 13).", minimum=14)
+        "distinct characters plus 13).", minimum=14, maximum=1_000_000)
     do_lower_case: bool = option(
         True,
         "Lowercase the text (use the same value for create_pretraining_data).")

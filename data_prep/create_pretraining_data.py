@@ -72,12 +72,14 @@ class Options:
         False,
         "Take segment B from another document half of the time (NSP-style) "
         "instead of swapping A and B (SOP).")
-    max_seq_length: int = option(512, "Maximum sequence length.", minimum=5)
-    ngram: int = option(3, "Longest masked n-gram, in words.", minimum=1)
+    max_seq_length: int = option(512, "Maximum sequence length.", minimum=5,
+                                 maximum=65536)
+    ngram: int = option(3, "Longest masked n-gram, in words.", minimum=1,
+                        maximum=1000)
     max_predictions_per_seq: int = option(
         20,
         "Maximum number of masked LM predictions per sequence (0 only with "
-        "--dynamic_masking).", minimum=0)
+        "--dynamic_masking).", minimum=0, maximum=65536)
     random_seed: int = option(
         12345, "Random seed for data generation.", minimum=0)
     dupe_factor: int = option(
@@ -128,7 +130,8 @@ class Options:
         "builder. Both write the same bytes.")
     max_line_bytes: int = option(
         reader.DEFAULT_MAX_LINE_BYTES,
-        "Longer input lines are skipped (and counted).", minimum=1)
+        "Longer input lines are skipped (and counted).", minimum=1,
+        maximum=1 << 40)
     progress_interval_s: float = option(
         30.0, "Seconds between progress log lines.", above=0)
 

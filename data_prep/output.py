@@ -102,7 +102,8 @@ def output_paths(output_file, num_output_shards=1):
             raise ValueError(
                 "--output_file lists %d files but --num_output_shards is %d."
                 % (len(paths), num_output_shards))
-        if len(set(paths)) != len(paths):
+        if len({p if "://" in p else os.path.normpath(p)
+                for p in paths}) != len(paths):
             raise ValueError("--output_file names a file twice: %s"
                              % output_file)
         return paths
@@ -159,6 +160,13 @@ def check_outputs(output_file, num_output_shards=1):
     Raises:
         safe_io.OutputError: naming `--output_file` and what is wrong.
     """
+    for path in output_file.split(","):
+        path = path.strip()
+        if path and (path.endswith("/")
+                     or os.path.basename(path) in (".", "..")):
+            raise safe_io.OutputError(
+                "--output_file=%s names a folder; give a file name, such as "
+                "data/train.tfrecord" % path)
     for path in written_paths(output_file, num_output_shards):
         safe_io.check_output_path(path, "--output_file", kind="file")
 

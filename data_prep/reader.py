@@ -71,6 +71,7 @@ def expand_input_patterns(input_patterns, remote=filesystems.GFILE):
         if not matches:
             raise InputError("No file matches input pattern %r." % pattern)
         paths.extend(matches)
+    _refuse_repeated_files(paths)
     problems = []
     for path in paths:
         if filesystems.is_remote(path):
@@ -82,6 +83,23 @@ def expand_input_patterns(input_patterns, remote=filesystems.GFILE):
     if problems:
         raise InputError("Unusable input files: " + "; ".join(problems))
     return paths
+
+
+def _refuse_repeated_files(paths):
+    """Refuses a file matched twice (`a.txt,a.txt`, `a.txt,*.txt`, a link and
+    its target): read twice, its documents would silently be duplicated.
+
+    Raises:
+        InputError: naming the file.
+    """
+    seen = {}
+    for path in paths:
+        key = path if filesystems.is_remote(path) else os.path.realpath(path)
+        if key in seen:
+            raise InputError(
+                "Input file %s is given twice (also as %s); name each file "
+                "once (--dupe_factor repeats the data)" % (path, seen[key]))
+        seen[key] = path
 
 
 def _not_text_reason(path, remote):

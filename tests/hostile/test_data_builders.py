@@ -542,3 +542,49 @@ def test_beam_refuses_a_bad_output_before_the_pipeline_runs(
                 spm_model_path, options=SMALL, dupe_factor=1,
                 num_output_shards=3)
     snapshot.assert_unchanged()
+
+
+# === Second tester: paths, repeated inputs, huge values ===
+
+def test_the_same_input_file_twice_or_through_a_link_is_refused(
+        tmp_path, corpus_dir, spm_model_path):
+    """`a.txt,a.txt` (or a link to it) silently duplicated its documents."""
+    corpus = tmp_path / "a.txt"
+    shutil.copy(corpus_dir / "a.txt", corpus)
+    os.symlink(corpus, tmp_path / "link.txt")
+    snapshot = common.Snapshot(tmp_path)
+    for inputs in (f"{corpus},{corpus}", f"{corpus},{tmp_path / 'link.txt'}"):
+        with pytest.raises(reader.InputError) as error:
+            _build(inputs, tmp_path / "o" / "t.tfrecord", spm_model_path)
+        assert "is given twice" in _one_line(error.value)
+    snapshot.assert_unchanged()
+    assert not os.path.exists(tmp_path / "o")
+
+
+def test_an_output_file_with_a_trailing_slash_is_named_a_folder(
+        tmp_path, corpus_dir, spm_model_path):
+    """`--output_file=out/` made the folder and said a file was in the way."""
+    for name in ("out/", "out/."):
+        with pytest.raises(safe_io.OutputError) as error:
+            _build(corpus_dir / "a.txt", str(tmp_path) + "/" + name,
+                   spm_model_path)
+        assert "names a folder" in _one_line(error.value)
+    assert not os.path.exists(tmp_path / "out")
+
+
+@pytest.mark.parametrize("options_cls,field,value", [
+    (cpd.Options, "max_seq_length", 10**11),
+    (cpd.Options, "ngram", 10**12),
+    (cpd.Options, "max_predictions_per_seq", 10**11),
+    (cpd.Options, "max_line_bytes", 10**20),
+    (build_vocab.Options, "vocab_size", 2 * 10**9),
+])
+def test_huge_values_that_crashed_or_hung_are_one_line(options_cls, field,
+                                                       value):
+    """Tracebacks (MemoryError, OverflowError) or a hang before."""
+    options = options_cls(input_file="x", output_file="y", spm_model_file="z",
+                          **{field: value}) if options_cls is cpd.Options \
+        else options_cls(input_file="x", model_prefix="y", **{field: value})
+    with pytest.raises(ValueError) as error:
+        options_lib.check_values(options)
+    assert _one_line(error.value).startswith(f"--{field} must be")
