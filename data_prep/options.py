@@ -270,6 +270,14 @@ def run(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None,
             # behind (a half-done restore's warnings on exit) stays quiet.
             std_logging.getLogger("tensorflow").setLevel(std_logging.CRITICAL)
             sys.exit(f"{program}: error: {e}")
+        except KeyboardInterrupt:
+            # Ctrl-C: what was being written is removed on the way out
+            # (temporary files, never a result), and the lock goes with the
+            # process; one line, not a traceback.
+            std_logging.getLogger("tensorflow").setLevel(std_logging.CRITICAL)
+            sys.stderr.write(f"{program}: interrupted (Ctrl-C); completed "
+                             "outputs are whole, run again to finish\n")
+            sys.exit(130)
 
     app.run(main, argv=argv,
             flags_parser=_flags_parser(program, bool(pass_through)))

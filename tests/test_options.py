@@ -158,3 +158,43 @@ def test_a_moved_program_says_where_it_went(old, new):
     assert done.returncode == 1
     assert f"python -m {new}" in done.stderr
     assert done.stdout == ""
+
+
+@pytest.mark.parametrize("argv, code, line", [
+    (["--rate=nan"], 1, "prog: error: --rate must be a finite number > 0. "
+                        "Received: nan"),
+    (["--rat=1"], 1, "prog: error: Unknown command line flag 'rat'"),
+    (["--count=x"], 1, "prog: error: flag --count=x: invalid literal"),
+    (["--interrupt"], 130, "prog: interrupted (Ctrl-C)"),
+])
+def test_a_program_ends_with_one_line(tmp_path, argv, code, line):
+    """Ranges are checked before the work; a mistyped flag, a bad value and
+    Ctrl-C are one line each, never a traceback."""
+    script = tmp_path / "prog.py"
+    script.write_text(
+        "import dataclasses\n"
+        "from data_prep import options as options_lib\n"
+        "from data_prep.options import option\n"
+        "@dataclasses.dataclass\n"
+        "class Options:\n"
+        "    rate: float = option(0.5, 'A rate.', above=0)\n"
+        "    count: int = option(3, 'A count.')\n"
+        "    interrupt: bool = option(False, 'Ctrl-C in the work.')\n"
+        "def main(options):\n"
+        "    if options.interrupt:\n"
+        "        raise KeyboardInterrupt\n"
+        "    print('worked')\n"
+        "options_lib.run(Options, main, tensorflow=False)\n")
+    done = subprocess.run([sys.executable, str(script), *argv],
+                          capture_output=True, text=True, timeout=60,
+                          env=_environment())
+    assert done.returncode == code
+    assert "worked" not in done.stdout
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith(line), done.stderr
+
+
+def _environment():
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return dict(os.environ, PYTHONPATH=root)
