@@ -369,7 +369,7 @@ def optional_text_b(text, text_b):
     Fails with a clear message when a non-empty `text_b` does not hold one
     string per `text`.
     """
-    text_b = preprocessing.checked_texts(text_b, "text_b", utf8=True)
+    text_b = preprocessing.checked_texts(text_b, "text_b")
     has_pairs = tf.size(text_b) > 0
     with tf.control_dependencies([tf.cond(
             has_pairs, lambda: _check_pair_batch(text, text_b), tf.no_op)]):
@@ -413,7 +413,7 @@ def build_serving_model(pretrainer, preprocessor, top_k=5, assets=None,
     run_encoder = model_runner(encoder_outputs, compile_with_xla)
 
     def encode(text, text_b=None):
-        text = preprocessing.checked_texts(text, "text", utf8=True)
+        text = preprocessing.checked_texts(text, "text")
         inputs = preprocessor.encode(text, text_b, pad_to_longest=dynamic)
         outputs = (run_by_length(run_encoder, inputs) if dynamic
                    else run_encoder(inputs))
@@ -423,7 +423,7 @@ def build_serving_model(pretrainer, preprocessor, top_k=5, assets=None,
     @tf.function(autograph=False, input_signature=[_STRINGS, _STRINGS])
     def serve(text, text_b=tf.constant([], tf.string)):
         # An empty `text_b` tensor means "no second segment" for every row.
-        text = preprocessing.checked_texts(text, "text", utf8=True)
+        text = preprocessing.checked_texts(text, "text")
         return encode(text, optional_text_b(text, text_b))
 
     @tf.function(autograph=False, input_signature=[_STRINGS])
@@ -434,14 +434,14 @@ def build_serving_model(pretrainer, preprocessor, top_k=5, assets=None,
     def fill_mask(text):
         return fill_mask_lib.fill_mask_outputs(
             pretrainer, preprocessor,
-            preprocessing.checked_texts(text, "text", utf8=True),
+            preprocessing.checked_texts(text, "text"),
             top_k, dynamic,
             encode=lambda inputs: run_encoder(inputs)["sequence_output"])
 
     @tf.function(autograph=False, input_signature=[_STRINGS, _STRINGS])
     def sop(text, text_b):
-        text = preprocessing.checked_texts(text, "text", utf8=True)
-        text_b = preprocessing.checked_texts(text_b, "text_b", utf8=True)
+        text = preprocessing.checked_texts(text, "text")
+        text_b = preprocessing.checked_texts(text_b, "text_b")
         with tf.control_dependencies([_check_pair_batch(text, text_b)]):
             inputs = preprocessor.encode(text, text_b,
                                          pad_to_longest=dynamic)
@@ -526,7 +526,7 @@ class _Tokenize(tf.Module):
     @tf.function(autograph=False, input_signature=[_STRINGS])
     def __call__(self, text):
         return self._preprocessor.tokenize(
-            preprocessing.checked_texts(text, utf8=True))
+            preprocessing.checked_texts(text))
 
     @tf.function(autograph=False, input_signature=[])
     def get_special_tokens_dict(self):
@@ -583,7 +583,7 @@ def build_preprocessor_model(preprocessor, assets=None):
         @tf.function(autograph=False, input_signature=[_STRINGS])
         def __call__(self, text):
             return preprocessor.encode(
-                preprocessing.checked_texts(text, utf8=True))
+                preprocessing.checked_texts(text))
 
     root = PreprocessorRoot()
     root.preprocessor = preprocessor

@@ -144,12 +144,12 @@ def export_classifier(model, spm_model_file, export_dir, labels=None,
 
     @tf.function(autograph=False, input_signature=[_STRINGS, _STRINGS])
     def serve(text, text_b=tf.constant([], tf.string)):
-        text = preprocessing.checked_texts(text, "text", utf8=True)
+        text = preprocessing.checked_texts(text, "text")
         return classify(text, saved_models.optional_text_b(text, text_b))
 
     @tf.function(autograph=False, input_signature=[_STRINGS])
     def serve_single(text):
-        return classify(preprocessing.checked_texts(text, "text", utf8=True))
+        return classify(preprocessing.checked_texts(text, "text"))
 
     root.serve = serve
     root.serve_single = serve_single
@@ -330,8 +330,8 @@ def export_span_extractor(model, spm_model_file, export_dir,
 
     @tf.function(autograph=False, input_signature=[_STRINGS, _STRINGS])
     def serve(question, context):
-        question = preprocessing.checked_texts(question, "question", utf8=True)
-        context = preprocessing.checked_texts(context, "context", utf8=True)
+        question = preprocessing.checked_texts(question, "question")
+        context = preprocessing.checked_texts(context, "context")
         with tf.control_dependencies([tf.debugging.assert_equal(
                 tf.shape(context)[0], tf.shape(question)[0],
                 message="context must hold one string per question")]):

@@ -69,7 +69,7 @@ def _texts_error(name, received):
             f"Received {received}")
 
 
-def checked_texts(text, name="text", utf8=False):
+def checked_texts(text, name="text"):
     """`text` as a `[B]` string tensor, checked when traced and when run.
 
     A signature's input spec (`[None]`) is not enforced by every caller: a
@@ -83,17 +83,14 @@ def checked_texts(text, name="text", utf8=False):
     Args:
         text: strings, `[B]`.
         name: the input's name in errors (a signature's argument).
-        utf8: whether to check, when run, that every string is UTF-8 (at a
-            signature: the tokenizer itself reads other bytes silently).
 
     Returns:
         `text` as a string tensor of static shape `[B]`.
 
     Raises:
         ValueError: `text` is known, when traced, not to be `[B]` strings.
-        tf.errors.InvalidArgumentError: at run time, a tensor not `[B]`, or
-            with `utf8`, a string that is not UTF-8 (naming `name` and its
-            index).
+        tf.errors.InvalidArgumentError: at run time, a tensor not `[B]`
+            (naming `name`).
     """
     try:
         text = tf.convert_to_tensor(text)
@@ -104,39 +101,14 @@ def checked_texts(text, name="text", utf8=False):
     if text.shape.rank is not None and text.shape.rank != 1:
         raise ValueError(_texts_error(name, f"shape: {text.shape}"))
     if tf.executing_eagerly():
-        return _checked_utf8(text, name) if utf8 else text
+        return text
     # `raw_ops.Rank` is not folded to a constant when traced, as `tf.rank`
     # of a `[None]` tensor is.
     check = tf.debugging.Assert(
         tf.equal(tf.raw_ops.Rank(input=text), 1),
         [_texts_error(name, "shape:"), tf.shape(text)])
     with tf.control_dependencies([check]):
-        text = tf.raw_ops.EnsureShape(input=text, shape=[None])
-    # After the rank check: the UTF-8 check's index needs a `[B]` tensor.
-    return _checked_utf8(text, name) if utf8 else text
-
-
-def _checked_utf8(text, name):
-    """`text` ([B] strings), checked when run to be UTF-8.
-
-    The tokenizer reads bytes that are not UTF-8 without complaint, so a
-    client that sends Latin-1 or binary would get outputs for other text.
-    Transcoding UTF-8 to itself changes exactly the strings that are not
-    UTF-8 (the replacement character of valid text stays as it is).
-    """
-    valid = tf.equal(tf.strings.unicode_transcode(
-        text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD),
-        text)
-    # The index of the first bad string; the trailing 0 keeps ArgMin defined
-    # on an empty batch (the data of an Assert is computed even when it holds).
-    first_bad = tf.argmin(tf.concat([tf.cast(valid, tf.int32), [0]], 0),
-                          output_type=tf.int32)
-    check = tf.debugging.Assert(
-        tf.reduce_all(valid),
-        [f"{name} holds a string that is not UTF-8 text, at index",
-         first_bad, "; send text encoded as UTF-8"])
-    with tf.control_dependencies([check]):
-        return tf.identity(text)
+        return tf.raw_ops.EnsureShape(input=text, shape=[None])
 
 
 def padded_length(longest, seq_length, multiple=LENGTH_MULTIPLE):
