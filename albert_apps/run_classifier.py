@@ -21,10 +21,10 @@ PROGRAM = "run_classifier"
 def run(options, strategy=None):
     """Fine-tunes, predicts and exports as `options` say; returns the report."""
     # pylint: disable=import-outside-toplevel
-    from albert_tf.tasks import runners
+    from albert_tf.tasks import finetune_jobs
     from export import layout
-    from export import tasks as export_tasks
-    trainer, report = runners.run_classifier(
+    from export import finetuned_exports as export_tasks
+    trainer, report = finetune_jobs.run_classifier(
         options, strategy or options.make_strategy())
     if options.export_dir:
         task = report["task"]

@@ -25,10 +25,10 @@ PROGRAM = "run_squad"
 def run(options, strategy=None):
     """Fine-tunes, predicts and exports as `options` say; returns the report."""
     # pylint: disable=import-outside-toplevel
-    from albert_tf.tasks import runners
+    from albert_tf.tasks import finetune_jobs
     from export import layout
-    from export import tasks as export_tasks
-    trainer, report = runners.run_squad(
+    from export import finetuned_exports as export_tasks
+    trainer, report = finetune_jobs.run_squad(
         options, strategy or options.make_strategy())
     if options.export_dir:
         v2 = options.version_2_with_negative

@@ -20,7 +20,7 @@ _EXPORTS = {
     "AlbertConfig": "albert_tf.config",
     "PRESETS": "albert_tf.config",
     "SHARE_MODES": "albert_tf.config",
-    "AlbertEmbedding": "albert_tf.layers.embedding",
+    "AlbertEmbedding": "albert_tf.layers.factorized_embedding",
     "FeedForwardSubBlock": "albert_tf.layers.transformer",
     "SelfAttentionSubBlock": "albert_tf.layers.transformer",
     "TransformerBlock": "albert_tf.layers.transformer",

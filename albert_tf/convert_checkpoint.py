@@ -1,6 +1,59 @@
-"""`python -m albert_tf.convert_checkpoint`: the official entry name of `albert_tf.cli.convert_checkpoint`."""
+r"""Converts ALBERT weights between formats.
 
-from albert_tf.cli.convert_checkpoint import main
+Sources: this project's model directory (`albert_tf`), an official TF1 release
+or TF-Hub module (`tf1`), a Hugging Face directory (`huggingface`), a keras-hub
+preset (`keras_hub`). Targets: `albert_tf` (default; ready for
+`run_pretraining --init_checkpoint`, fine-tuning and export), `tf1`,
+`huggingface`.
+
+    python -m albert_tf.convert_checkpoint --source=tf1 \
+        --input=albert_base/ --output_dir=models/albert_base_v2
+    python -m albert_tf.convert_checkpoint --source=albert_tf \
+        --input=models/mine --output_dir=exports/mine_hf --target=huggingface
+
+The output directory is written whole or not at all, and holds
+`conversion_report.txt`, the fate of every source tensor. The flags are the
+fields of `albert_tf.convert.options.ConvertOptions`; the work is done by
+`albert_tf.convert.pretrained.convert_checkpoint`.
+"""
+
+from absl import logging
+
+from data_prep import flag_options as options_lib
+
+from albert_tf.convert.options import ConvertOptions
+
+
+def convert(options):
+    """Converts as `options` (a `ConvertOptions`) say.
+
+    Returns:
+        The `ConversionReport` (its counts are logged).
+
+    Raises:
+        ValueError, OSError: bad inputs (nothing is written).
+    """
+    from albert_tf.convert import pretrained  # pylint: disable=import-outside-toplevel
+    try:
+        report = pretrained.convert_checkpoint(
+            options.input, options.output_dir, source=options.source,
+            target=options.target, config_file=options.config_file,
+            overwrite=options.overwrite)
+    except options_lib.USER_ERRORS:
+        # Said before the error itself, which the program prints last.
+        logging.error("Conversion failed, nothing written to %s",
+                      options.output_dir)
+        raise
+    logging.info("%d tensors mapped, %d skipped, %d absent; see %s/%s",
+                 len(report.mapped), len(report.skipped), len(report.absent),
+                 options.output_dir, "conversion_report.txt")
+    return report
+
+
+def main(argv=None):
+    logging.set_verbosity(logging.INFO)
+    options_lib.run_program(ConvertOptions, convert, argv, doc=__doc__)
+
 
 if __name__ == "__main__":
     main()

@@ -44,7 +44,7 @@ def build_data(data_dir):
 def run_once(vocabulary, records, output_dir, jit_compile, steps):
     """Pretrains `steps` steps one way; returns its rates and choice."""
     from albert_apps.quickstart import stages
-    from albert_tf.training import compile_choice
+    from albert_tf.training import xla_autotune
     from albert_tf.training import pretraining
 
     config = stages.model_config(vocabulary["pieces"], 64)
@@ -56,7 +56,7 @@ def run_once(vocabulary, records, output_dir, jit_compile, steps):
     start = time.perf_counter()
     result = pretraining.run_pretraining(options)
     seconds = time.perf_counter() - start
-    choice_file = os.path.join(output_dir, compile_choice.CHOICE_FILE)
+    choice_file = os.path.join(output_dir, xla_autotune.CHOICE_FILE)
     chosen = None
     if os.path.exists(choice_file):
         with open(choice_file) as f:

@@ -101,13 +101,13 @@ def run(preset, seq_length, batch, iters_b1, iters_b32, warmup, workdir):
         encoder's at `batch`.
     """
     from data_prep import text as text_lib
-    from export import exporter
+    from export import pretrained_export
     from albert_tf.layers import preprocessing
 
     proto, sp_model, pretrainer = serving_common.albert_model(
         workdir, preset, _SPM_MODEL_FILE.value, _CHECKPOINT.value)
     # Fixed shapes: this mode times every path at the full --seq_length.
-    paths = exporter.export_pretrainer(
+    paths = pretrained_export.export_pretrainer(
         pretrainer, proto, os.path.join(workdir, "serving"),
         max_seq_length=seq_length, save_keras=False, serving_shape="fixed")
     serving = tf.saved_model.load(paths["serving"]).signatures["serving_default"]
@@ -182,13 +182,13 @@ def run_shapes(preset, seq_length, batch, iters_b1, iters_b32, warmup,
     Returns:
         A list of `(row name, real tokens, dynamic stats, fixed stats)`.
     """
-    from export import exporter
+    from export import pretrained_export
 
     proto, sp_model, pretrainer = serving_common.albert_model(
         workdir, preset, _SPM_MODEL_FILE.value, _CHECKPOINT.value)
     models = {}
     for shape in ("dynamic", "fixed"):
-        paths = exporter.export_pretrainer(
+        paths = pretrained_export.export_pretrainer(
             pretrainer, proto, os.path.join(workdir, shape),
             max_seq_length=seq_length, save_keras=False, serving_shape=shape)
         models[shape] = tf.saved_model.load(

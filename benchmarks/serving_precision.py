@@ -28,7 +28,7 @@ in each dtype, and
   mean);
 - a classifier: an `AlbertTextClassifier` fine-tuned with Keras `fit` on
   the job's `--accuracy_task` (its `data/task/<task>/train.tsv`), exported
-  with `export.tasks.export_text_classifier` in each dtype; dev accuracy of
+  with `export.finetuned_exports.export_text_classifier` in each dtype; dev accuracy of
   each served model (95% Wilson interval), its difference from float32 and
   the share of dev labels equal to float32's.
 
@@ -53,12 +53,12 @@ DTYPES = ("float32", "bfloat16", "int8")
 
 def _exports(pretrainer, proto, workdir, seq_length):
     """Text-in `serving_single` of each dtype (dynamic) and float32 fixed."""
-    from export import exporter
+    from export import pretrained_export
 
     models = {}
     for name, dtype, shape in [(d, d, "dynamic") for d in DTYPES] + [
             ("float32 fixed", "float32", "fixed")]:
-        paths = exporter.export_pretrainer(
+        paths = pretrained_export.export_pretrainer(
             pretrainer, proto, os.path.join(workdir, name.replace(" ", "_")),
             max_seq_length=seq_length, save_keras=False,
             serving_shape=shape, serving_dtype=dtype)
@@ -202,13 +202,13 @@ def _in_batches(fn, items, size=64):
 
 def _fill_mask_accuracy(pretrainer, proto, seq_length, quickstart_dir,
                         count, workdir):
-    from export import exporter
+    from export import pretrained_export
 
     sentences, masked = _masked_sentences(
         os.path.join(quickstart_dir, "data", "eval.txt"), count)
     results = {}
     for dtype in DTYPES:
-        paths = exporter.export_pretrainer(
+        paths = pretrained_export.export_pretrainer(
             pretrainer, proto, os.path.join(workdir, "mlm_" + dtype),
             max_seq_length=seq_length, save_keras=False, serving_dtype=dtype)
         model = tf.saved_model.load(paths["serving"])
@@ -238,7 +238,7 @@ def _classifier_accuracy(proto, seq_length, quickstart_dir, task, workdir,
     and scores each served model on the dev set."""
     from albert_tf import load_pretrained
     from albert_tf.tasks.text_models import AlbertTextClassifier
-    from export import tasks as export_tasks
+    from export import finetuned_exports as export_tasks
 
     folder = os.path.join(quickstart_dir, "data", "task", task)
     train_a, train_b, train_y = _read_task(os.path.join(folder, "train.tsv"))

@@ -38,10 +38,10 @@ from typing import Optional
 
 from data_prep import filesystems
 from data_prep import instances
-from data_prep import options as options_lib
+from data_prep import flag_options as options_lib
 from data_prep import pipeline
 from data_prep import reader
-from data_prep.options import option
+from data_prep.flag_options import option
 
 
 @dataclasses.dataclass
@@ -171,5 +171,5 @@ def main(options, pipeline_args=()):
 
 
 if __name__ == "__main__":
-    options_lib.run(Options, main, doc=__doc__, pass_through="runner",
+    options_lib.run_program(Options, main, doc=__doc__, pass_through="runner",
                     tensorflow=False)

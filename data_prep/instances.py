@@ -19,7 +19,7 @@ Pairs (`build_pairs`), for each document and each dupe:
   back at random, until the pair fits `max_seq_length - 3`.
 
 Masking (`assemble_and_mask`: `assemble` lays the pairs out, then
-`static_masking.mask_records`): the rules of `data_prep.masking`, which the
+`static_masking.mask_records`): the rules of `data_prep.ngram_masking`, which the
 dynamic tf.data masker shares. Whole words,
 n-grams of 1..`ngram` words with p(n) ∝ 1/n, `min(max_predictions_per_seq,
 max(1, round(len * masked_lm_prob)))` tokens, each `[MASK]` 80%, kept 10%, a
@@ -38,7 +38,7 @@ Where this differs from the official script, on purpose:
   by the caller. With `random_next_sentence` the official behaviour is kept.
 - A segment start always starts a word, and n-grams do not cross `[SEP]`.
 - `<unk>` (as every special piece) is never masked, and it ends words and
-  n-grams as `[SEP]` does (`data_prep.masking`).
+  n-grams as `[SEP]` does (`data_prep.ngram_masking`).
 - Truncation removes the same number of tokens from the same sides; the
   count taken from the front is drawn as Binomial(k, 1/2), which is the
   distribution of the official one-token-at-a-time coin flips.
@@ -48,18 +48,18 @@ import dataclasses
 
 import numpy as np
 
-from data_prep import masking
+from data_prep import ngram_masking
 from data_prep import static_masking
 from data_prep import vocab
 
-_MASKING_DEFAULTS = masking.MaskingOptions()
+_MASKING_DEFAULTS = ngram_masking.MaskingOptions()
 
 
 @dataclasses.dataclass(frozen=True)
 class InstanceOptions:
     """How instances are built (official flag names and defaults).
 
-    The masking fields mean what `masking.MaskingOptions` says (and take its
+    The masking fields mean what `ngram_masking.MaskingOptions` says (and take its
     defaults); `masking` returns them as one.
     """
 
@@ -74,8 +74,8 @@ class InstanceOptions:
 
     @property
     def masking(self):
-        """The masking fields, as a `masking.MaskingOptions`."""
-        return masking.MaskingOptions(
+        """The masking fields, as a `ngram_masking.MaskingOptions`."""
+        return ngram_masking.MaskingOptions(
             masked_lm_prob=self.masked_lm_prob,
             max_predictions_per_seq=self.max_predictions_per_seq,
             ngram=self.ngram, favor_shorter_ngram=self.favor_shorter_ngram,
@@ -313,7 +313,7 @@ def assemble(flat_ids, pairs, max_seq_length, start_table):
         flat_ids: int array of the chunk's token ids.
         pairs: `Pairs` (ranges into `flat_ids`).
         max_seq_length: L.
-        start_table: bool array `[V]` from `masking.start_piece_table`.
+        start_table: bool array `[V]` from `ngram_masking.start_piece_table`.
 
     Returns:
         A dict of the schema's unmasked features: `input_ids` `[N, L]`,
@@ -354,7 +354,7 @@ def assemble_and_mask(flat_ids, pairs, options, start_table, vocab_size, rng):
         flat_ids: int array of the chunk's token ids.
         pairs: `Pairs` (ranges into `flat_ids`).
         options: `InstanceOptions`.
-        start_table: bool array `[V]` from `masking.start_piece_table`.
+        start_table: bool array `[V]` from `ngram_masking.start_piece_table`.
         vocab_size: V; random replacements are drawn from `[0, V)`.
         rng: a `numpy.random.Generator`.
 

@@ -61,7 +61,7 @@ from absl import logging
 
 from data_prep import filesystems
 from data_prep import instances as instances_lib
-from data_prep import masking
+from data_prep import ngram_masking
 from data_prep import mixing
 from data_prep import output as output_lib
 from data_prep import progress
@@ -105,7 +105,7 @@ class ChunkProcessor:
     def __init__(self, settings):
         self.settings = settings
         self.sp_model = vocab.check_special_pieces(settings.model_proto)
-        self.start_table = masking.start_piece_table(self.sp_model)
+        self.start_table = ngram_masking.start_piece_table(self.sp_model)
         self.vocab_size = self.sp_model.get_piece_size()
         # Rows per masking batch: about 256K token slots.
         self.batch_size = max(64, (1 << 18) // settings.options.max_seq_length)

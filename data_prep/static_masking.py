@@ -1,11 +1,11 @@
-"""The static builder's masker: `data_prep.masking`'s rules in NumPy.
+"""The static builder's masker: `data_prep.ngram_masking`'s rules in NumPy.
 
 `mask_records` masks a batch of laid-out, unmasked records (the features
 `instances.assemble` returns, or records read back without masks) at once:
 the word and n-gram bookkeeping is vectorised over the batch, and only the
 greedy span choice runs as a short Python loop per record. The dynamic
 masker of `albert_tf.training.input_pipeline` implements the same rules in
-TensorFlow, one record at a time; tests/test_masking.py checks that the two
+TensorFlow, one record at a time; tests/test_ngram_masking.py checks that the two
 agree.
 
 The random draws come from one `numpy.random.Generator` in a fixed order
@@ -15,7 +15,7 @@ builder's byte-identical output depends on.
 
 import numpy as np
 
-from data_prep import masking
+from data_prep import ngram_masking
 from data_prep import vocab
 
 
@@ -50,7 +50,7 @@ def _candidate_words(maskable, word_start, options, rng):
     new_group[1:] = ~same_next[:-1]
     words_left = group_end[np.cumsum(new_group) - 1] - np.arange(num_words)
     available = np.minimum(words_left, options.ngram)
-    cdf = masking.ngram_cdf(options.ngram,
+    cdf = ngram_masking.ngram_cdf(options.ngram,
                             options.favor_shorter_ngram)[available - 1]
     draw = rng.random(num_words)
     ngram = np.ones(num_words, np.int64)
@@ -125,14 +125,14 @@ def _masked_positions(span_row, span_start, span_end, count):
 
 
 def mask_records(features, options, vocab_size, rng):
-    """Masks unmasked records with the rules of `data_prep.masking`.
+    """Masks unmasked records with the rules of `data_prep.ngram_masking`.
 
     Shape legend: N records, L their length, P = max_predictions_per_seq.
 
     Args:
         features: unmasked records (`assemble`): `input_ids`, `input_mask`,
             `token_boundary` `[N, L]` and any other features, passed on.
-        options: a `masking.MaskingOptions`.
+        options: a `ngram_masking.MaskingOptions`.
         vocab_size: V; random replacements are drawn from `[0, V)`.
         rng: a `numpy.random.Generator`.
 
@@ -145,13 +145,13 @@ def mask_records(features, options, vocab_size, rng):
     ids = features["input_ids"].copy()
     count, max_pred = ids.shape[0], options.max_predictions_per_seq
     in_sequence = features["input_mask"] != 0
-    maskable = masking.maskable_tokens(ids, in_sequence)
-    word_start = masking.word_starts(
+    maskable = ngram_masking.maskable_tokens(ids, in_sequence)
+    word_start = ngram_masking.word_starts(
         maskable, features["token_boundary"] != 0, options.do_whole_word_mask)
     word_row, word_col, word_end, ngram, order = _candidate_words(
         maskable, word_start, options, rng)
     seq_len = in_sequence.sum(axis=1)
-    budget = masking.prediction_budget(seq_len, options.masked_lm_prob,
+    budget = ngram_masking.prediction_budget(seq_len, options.masked_lm_prob,
                                        max_pred)
     span_row, span_start, span_end, ngram_counts = _choose_spans(
         word_col, word_end, ngram, order,
@@ -163,9 +163,9 @@ def mask_records(features, options, vocab_size, rng):
     original = ids[masked_row, masked_pos]
     draw = rng.random(total)
     random_ids = rng.integers(0, vocab_size, total)
-    mask_below, keep_below = masking.replacement_thresholds()
+    mask_below, keep_below = ngram_masking.replacement_thresholds()
     ids[masked_row, masked_pos] = np.where(
-        draw < mask_below, masking.MASK_ID,
+        draw < mask_below, ngram_masking.MASK_ID,
         np.where(draw < keep_below, original, random_ids))
     out = dict(features, input_ids=ids)
     out["masked_lm_positions"] = np.zeros((count, max_pred), np.int64)

@@ -4,7 +4,7 @@ The pip `tensorflow` package looks for CUDA when it loads and when it first
 lists its devices. On a machine without a GPU driver that prints lines such
 as "Could not find cuda drivers on your machine" and "failed call to cuInit:
 ... UNKNOWN ERROR (303)": they read as errors and are not. Programs call
-`import_tensorflow()` once, before their work (`data_prep.options.run` does
+`import_tensorflow()` once, before their work (`data_prep.flag_options.run_program` does
 it for every program): it imports TensorFlow and lists the devices with the
 standard error stream captured, then writes back what was captured. Where no
 GPU is found, the start-up lines (`STARTUP_NOISE`) are left out; everything

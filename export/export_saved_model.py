@@ -17,7 +17,7 @@ existing version is never overwritten):
                                      .../encoder.keras the same encoder, Keras format
     <export_dir>/<model_name>_preprocessor/<version>/  TF-Hub-style preprocessor
 
-Signatures and outputs are listed in `export.saved_models`. Output shapes:
+Signatures and outputs are listed in `export.signatures`. Output shapes:
 the text-in signatures return `[B, T, ...]` where T is, with
 `--serving_shape=dynamic` (the default), the batch's longest packed text
 rounded up to a multiple of 8 and capped at `--max_seq_length` (a 5-token
@@ -34,7 +34,7 @@ folder is removed by the next run. Every signature checks its inputs' rank
 The SavedModels need tensorflow and tensorflow-text only (import
 `tensorflow_text` before `tf.saved_model.load`). The flags are the fields of
 `export.options.ExportOptions`; the work is done by
-`export.exporter.export_from_checkpoint`.
+`export.pretrained_export.export_from_checkpoint`.
 
 Each SavedModel gets `<version>/assets.extra/ops.json`: its op types and the
 TF Serving releases that link them all (`export.serving_compat`); the log
@@ -46,7 +46,7 @@ written.
 import dataclasses
 import os
 
-from data_prep import options as options_lib
+from data_prep import flag_options as options_lib
 from data_prep import safe_io
 from export.options import ExportOptions
 from export.options import check_model_name
@@ -84,7 +84,7 @@ def export(options):
     time), and removes the staging folders that killed runs left there.
 
     Returns:
-        What `exporter.export_from_checkpoint` returns (also printed, one
+        What `pretrained_export.export_from_checkpoint` returns (also printed, one
         `name: path` a line).
 
     Raises:
@@ -99,21 +99,21 @@ def export(options):
     if options.tf_serving_version is not None:
         serving_compat.release_name(options.tf_serving_version)
     check_options(options)
-    from export import exporter
+    from export import pretrained_export
     from export import layout
     if options.version is not None:  # Before the checkpoint is read.
         layout.check_version_free(
-            options.export_dir, exporter.model_names(
+            options.export_dir, pretrained_export.model_names(
                 options.model_name).values(), options.version)
     with layout.holding(options.export_dir, PROGRAM):
-        paths = exporter.export_from_checkpoint(**dataclasses.asdict(options))
+        paths = pretrained_export.export_from_checkpoint(**dataclasses.asdict(options))
     for name, path in paths.items():
         print("%s: %s" % (name, path))
     return paths
 
 
 def main(argv=None):
-    options_lib.run(ExportOptions, export, argv, doc=__doc__)
+    options_lib.run_program(ExportOptions, export, argv, doc=__doc__)
 
 
 if __name__ == "__main__":

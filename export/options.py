@@ -1,7 +1,7 @@
 """The flags of `python -m export.export_saved_model`.
 
 No TensorFlow here, so the program reads its flags (and answers `--help`)
-before TensorFlow loads; the work is `export.exporter`.
+before TensorFlow loads; the work is `export.pretrained_export`.
 """
 
 import dataclasses
@@ -9,7 +9,7 @@ from typing import Optional
 
 from albert_tf.tasks.options import SERVING_DTYPES  # noqa: F401
 from albert_tf.tasks.options import serving_dtype_option
-from data_prep.options import option
+from data_prep.flag_options import option
 
 # `albert_tf.layers.preprocessing.SERVING_SHAPES` (tests check they agree;
 # that module imports TensorFlow).

@@ -12,7 +12,7 @@ import pytest
 # on one worker, so it is built once: group name -> module file names.
 XDIST_GROUPS = {
     # exported_albert, loaded_serving_model, exported_tasks.
-    "exports": ("test_exporter.py", "test_graph_ops.py", "test_keras_layer.py",
+    "exports": ("test_pretrained_export.py", "test_graph_ops.py", "test_keras_layer.py",
                 "test_rest_examples.py", "test_serving_compat.py",
                 "test_export_tasks.py", "test_export.py"),
     # tests/journeys/common.py's pretraining run.
@@ -23,15 +23,15 @@ XDIST_GROUPS = {
                            "test_pretraining_real_text.py"),
     # short_pretraining_run: one driver run whose folder and log they read.
     "short_pretraining_run": ("test_trainer.py", "test_memory.py",
-                              "test_progress.py", "test_compile_choice.py"),
+                              "test_progress.py", "test_xla_autotune.py"),
     # Module-scoped fixtures of masking statistics (one per option set, each
     # masking thousands of records with both maskers).
-    "masking": ("test_masking.py",),
+    "masking": ("test_ngram_masking.py",),
     # Module-scoped fixtures that are a fresh process (the imports), or hold
     # traced functions the module's tests reuse: on two workers, each would
     # make them.
     "layering": ("test_layering.py",),
-    "kernels": ("test_kernels.py",),
+    "kernels": ("test_fused_dispatch.py",),
     "masked_lm": ("test_masked_lm.py",),
     "pipeline": ("test_pipeline.py",),
 }
@@ -163,7 +163,7 @@ def zero_initialized(monkeypatch):
         lambda self, shape, dtype=None: keras.ops.zeros(shape, dtype=dtype))
 
 
-# --- One short pretraining run (tests/test_{trainer,memory,progress,compile_choice}.py) ---
+# --- One short pretraining run (tests/test_{trainer,memory,progress,xla_autotune}.py) ---
 
 @pytest.fixture(scope="session")
 def short_pretraining_run(tmp_path_factory):
@@ -404,7 +404,7 @@ def spm_plain_model_path(tmp_path_factory, corpus_dir):
     return prefix + ".model"
 
 
-# --- Export (tests/test_{exporter,keras_layer,graph_ops,rest_examples}.py) ---
+# --- Export (tests/test_{pretrained_export,keras_layer,graph_ops,rest_examples}.py) ---
 # One tiny model, exported once per session through the CLI's `main`.
 
 EXPORT_SEQ_LENGTH = 32
@@ -427,9 +427,9 @@ def exported_albert(tmp_path_factory, spm_model_path):
 
     from albert_tf import AlbertConfig, AlbertPretrainer
     from albert_tf.training import checkpoint
-    from data_prep import options as options_lib
+    from data_prep import flag_options as options_lib
     from export import export_saved_model
-    from export import exporter
+    from export import pretrained_export
 
     sp_model = spm.SentencePieceProcessor(model_file=spm_model_path)
     config = AlbertConfig.from_preset(
@@ -452,15 +452,15 @@ def exported_albert(tmp_path_factory, spm_model_path):
     # The program's own flags, parsed as `main` parses them, into a private
     # registry (the global one belongs to whichever program runs).
     flag_values = flags.FlagValues()
-    options_lib.define_flags(exporter.ExportOptions, flag_values,
+    options_lib.define_flags(pretrained_export.ExportOptions, flag_values,
                              module_name="export_saved_model")
     flag_values(argv)
     export_saved_model.export(
-        options_lib.from_flags(exporter.ExportOptions, flag_values))
+        options_lib.from_flags(pretrained_export.ExportOptions, flag_values))
 
-    names = exporter.model_names("albert")
+    names = pretrained_export.model_names("albert")
     paths = {key: export_dir + "/%s/1" % name for key, name in names.items()}
-    paths["keras"] = paths["encoder"] + "/" + exporter.KERAS_FILE_NAME
+    paths["keras"] = paths["encoder"] + "/" + pretrained_export.KERAS_FILE_NAME
     return types.SimpleNamespace(
         pretrainer=pretrainer, sp_model=sp_model, model_dir=model_dir,
         export_dir=export_dir, paths=paths, max_seq_length=EXPORT_SEQ_LENGTH,
@@ -483,16 +483,16 @@ def reduced_precision_exports(exported_albert, tmp_path_factory):
     `exports[dtype]`; each value is the text-in model's version folder."""
     from absl import flags
 
-    from data_prep import options as options_lib
+    from data_prep import flag_options as options_lib
     from export import export_saved_model
-    from export import exporter
+    from export import pretrained_export
 
     root = tmp_path_factory.mktemp("precision")
     model_dir = exported_albert.model_dir
 
     def export(serving_dtype):
         flag_values = flags.FlagValues()
-        options_lib.define_flags(exporter.ExportOptions, flag_values,
+        options_lib.define_flags(pretrained_export.ExportOptions, flag_values,
                                  module_name="export_saved_model")
         flag_values([
             "export_saved_model", "--checkpoint=" + model_dir,
@@ -503,7 +503,7 @@ def reduced_precision_exports(exported_albert, tmp_path_factory):
             "--top_k=%d" % exported_albert.top_k,
             "--serving_dtype=" + serving_dtype])
         return export_saved_model.export(options_lib.from_flags(
-            exporter.ExportOptions, flag_values))["serving"]
+            pretrained_export.ExportOptions, flag_values))["serving"]
 
     class Exports(dict):
         def __missing__(self, serving_dtype):
@@ -540,7 +540,7 @@ def exported_tasks(tmp_path_factory):
     from albert_tf.models.encoder import AlbertEncoder
     from albert_tf.models.task_models import AlbertClassifier
     from albert_tf.models.task_models import AlbertSpanExtractor
-    from export import tasks
+    from export import finetuned_exports
     from tests import tasks_testdata
 
     def randomized(model, seed):
@@ -562,11 +562,11 @@ def exported_tasks(tmp_path_factory):
 
     def export(name, shape):
         if name.startswith("albert_classifier"):
-            return tasks.export_classifier(
+            return finetuned_exports.export_classifier(
                 classifier, spm_path, export_dir, labels=["a", "b", "c"],
                 max_seq_length=TASK_SEQ_LENGTH, model_name=name,
                 serving_shape=shape)
-        return tasks.export_span_extractor(
+        return finetuned_exports.export_span_extractor(
             span_extractor, spm_path, export_dir,
             max_seq_length=TASK_SEQ_LENGTH,
             max_query_length=TASK_QUERY_LENGTH,

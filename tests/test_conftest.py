@@ -12,7 +12,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def test_group_of_reads_the_module_file_name():
     assert conftest.group_of(
-        "tests/test_exporter.py::test_fill_mask_matches_keras_pretrainer") \
+        "tests/test_pretrained_export.py::test_fill_mask_matches_keras_pretrainer") \
         == "exports"
     assert conftest.group_of(
         "tests/journeys/test_convert_journey.py::test_x[a]") == "journeys"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from albert_tf.training import checkpoint
-from albert_tf.convert import core
+from albert_tf.convert import weight_set
 from albert_tf.convert import huggingface
 from albert_tf.convert import names
 from albert_tf.convert import safetensors_io
@@ -31,7 +31,7 @@ def test_round_trip_through_hugging_face(tmp_path, random_pretrainer,
     hf = str(tmp_path / "hf")
     convert_checkpoint(ours, hf, source="albert_tf", target="huggingface")
     assert sorted(os.listdir(hf)) == [
-        "config.json", core.MANIFEST_NAME, core.REPORT_NAME,
+        "config.json", weight_set.MANIFEST_NAME, weight_set.REPORT_NAME,
         "model.safetensors", "spiece.model", "tokenizer_config.json"]
     with open(os.path.join(hf, "config.json")) as f:
         config = json.load(f)
@@ -48,8 +48,8 @@ def test_round_trip_through_hugging_face(tmp_path, random_pretrainer,
 
 def test_hugging_face_names_and_layouts(tmp_path, random_pretrainer):
     model = random_pretrainer(num_hidden_groups=2, inner_group_num=2)
-    official = core.model_to_official(model)
-    huggingface.write(core.Weights(model.config, official), str(tmp_path))
+    official = weight_set.model_to_official(model)
+    huggingface.write(weight_set.Weights(model.config, official), str(tmp_path))
     hf = safetensors_io.load_file(str(tmp_path / "model.safetensors"))
     block = "bert/encoder/transformer/group_1/inner_group_0/"
     layer = "albert.encoder.albert_layer_groups.1.albert_layers.0."
@@ -84,7 +84,7 @@ def test_hugging_face_names_and_layouts(tmp_path, random_pretrainer):
 def test_reads_a_bare_model_with_tied_copies_buffers_and_bfloat16(
         tmp_path, random_pretrainer, make_inputs):
     model = random_pretrainer(num_hidden_groups=2, inner_group_num=2)
-    huggingface.write(core.Weights(model.config, core.model_to_official(model)),
+    huggingface.write(weight_set.Weights(model.config, weight_set.model_to_official(model)),
                       str(tmp_path))
     hf = safetensors_io.load_file(str(tmp_path / "model.safetensors"))
     # An AlbertModel as saved by transformers: no "albert." prefix, no heads,
@@ -117,7 +117,7 @@ def test_reads_a_bare_model_with_tied_copies_buffers_and_bfloat16(
         "embeddings.position_ids": "buffer, not a weight"}
     assert len(weights.report.absent) == 7  # Both heads.
     assert any("BF16" in note for note in weights.report.notes)
-    expected = core.model_to_official(model)
+    expected = weight_set.model_to_official(model)
     for name, value in weights.tensors.items():
         truncated = (expected[name].view(np.uint32) & 0xFFFF0000).view(np.float32)
         np.testing.assert_array_equal(value, truncated, err_msg=name)
@@ -135,7 +135,7 @@ def test_reads_a_bare_model_with_tied_copies_buffers_and_bfloat16(
     with_decoder["predictions.decoder.weight"] = with_decoder[
         "predictions.decoder.weight"] + 1
     safetensors_io.save_file(with_decoder, str(tmp_path / "model.safetensors"))
-    with pytest.raises(core.ConversionError, match="decoder.weight.*differs"):
+    with pytest.raises(weight_set.ConversionError, match="decoder.weight.*differs"):
         huggingface.read(str(tmp_path))
 
 
@@ -143,10 +143,10 @@ def test_reads_a_bare_model_with_tied_copies_buffers_and_bfloat16(
                     reason="torch is installed")
 def test_pytorch_bin_without_torch_is_a_clear_error(tmp_path, random_pretrainer):
     model = random_pretrainer()
-    huggingface.write(core.Weights(model.config, core.model_to_official(model)),
+    huggingface.write(weight_set.Weights(model.config, weight_set.model_to_official(model)),
                       str(tmp_path))
     os.rename(tmp_path / "model.safetensors", tmp_path / "pytorch_model.bin")
-    with pytest.raises(core.ConversionError, match="needs PyTorch.*safetensors"):
+    with pytest.raises(weight_set.ConversionError, match="needs PyTorch.*safetensors"):
         load_pretrained(str(tmp_path))
 
 
@@ -169,7 +169,7 @@ def _cli(*args):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     # (The library module of `python -m albert_tf.convert_checkpoint`.)
     return subprocess.run(
-        [sys.executable, "-m", "albert_tf.cli.convert_checkpoint", *args],
+        [sys.executable, "-m", "albert_tf.convert_checkpoint", *args],
         cwd=root, capture_output=True, text=True, timeout=300,
         env=dict(os.environ, PYTHONPATH=root, TF_CPP_MIN_LOG_LEVEL="2"))
 
@@ -184,7 +184,7 @@ def test_corrupt_weights_and_truncated_config_are_named(tmp_path,
     model = random_pretrainer()
     hf = str(tmp_path / "hf")
     os.makedirs(hf)
-    huggingface.write(core.Weights(model.config, core.model_to_official(model)),
+    huggingface.write(weight_set.Weights(model.config, weight_set.model_to_official(model)),
                       hf)
     weights_file = os.path.join(hf, "model.safetensors")
     tensor = "albert.encoder.embedding_hidden_mapping_in.bias"
@@ -216,7 +216,7 @@ def test_corrupt_weights_and_truncated_config_are_named(tmp_path,
     # The program's own work, in this process: a ValueError, which it prints
     # as one line (the CLI case above; this case as a command line: the
     # slow table of tests/test_bad_inputs.py).
-    from albert_tf.cli import convert_checkpoint as program
+    from albert_tf import convert_checkpoint as program
     from albert_tf.convert.options import ConvertOptions
 
     with pytest.raises(ValueError, match=(

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from albert_tf.training import checkpoint
-from albert_tf.convert import core
+from albert_tf.convert import weight_set
 from albert_tf.convert import keras_hub as keras_hub_convert
 from albert_tf.convert import names
 from albert_tf.convert.pretrained import convert_checkpoint, detect_format, load_pretrained
@@ -110,7 +110,7 @@ def test_backbone_only_preset_and_refusals(tmp_path):
         hidden_dim=32, intermediate_dim=48, max_sequence_length=32)
     with pytest.raises(names.UnsupportedConfigError, match="projection"):
         keras_hub_convert.weights_from_model(square)
-    with pytest.raises(core.ConversionError, match="not a keras-hub ALBERT"):
+    with pytest.raises(weight_set.ConversionError, match="not a keras-hub ALBERT"):
         (tmp_path / "other").mkdir()
         (tmp_path / "other" / "config.json").write_text(
             '{"class_name": "BertBackbone"}')

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.training import checkpoint
-from albert_tf.convert import core
+from albert_tf.convert import weight_set
 from albert_tf.convert import names
 from albert_tf.convert import tf1
 from albert_tf.convert.pretrained import convert_checkpoint, load_pretrained
@@ -57,7 +57,7 @@ def test_loads_a_release_written_with_tf_compat_v1(
         tmp_path, random_pretrainer, assert_same_model, albert_spm_model):
     model = random_pretrainer(num_hidden_groups=2, inner_group_num=2)
     release = str(tmp_path / "albert_tiny")
-    _write_release(release, model.config, core.model_to_official(model),
+    _write_release(release, model.config, weight_set.model_to_official(model),
                    spm_model_file=albert_spm_model)
     loaded = load_pretrained(release)
     assert_same_model(model, loaded)
@@ -70,7 +70,7 @@ def test_loads_a_release_written_with_tf_compat_v1(
     out = tmp_path / "ours"
     assert (out / "spm.model").read_bytes() == open(albert_spm_model, "rb").read()
     assert "global_step: training step counter" in (
-        out / core.REPORT_NAME).read_text()
+        out / weight_set.REPORT_NAME).read_text()
     assert_same_model(model, checkpoint.load_model_dir(str(out)))
 
 
@@ -78,7 +78,7 @@ def test_loads_tf_hub_module_variables(tmp_path, random_pretrainer,
                                        assert_same_model):
     model = random_pretrainer(num_hidden_groups=2, inner_group_num=2)
     hub = str(tmp_path / "hub")
-    _write_release(hub, model.config, core.model_to_official(model),
+    _write_release(hub, model.config, weight_set.model_to_official(model),
                    prefix="module/", slots=False, with_config=False)
     with pytest.raises(FileNotFoundError, match="config_file"):
         load_pretrained(hub)
@@ -100,7 +100,7 @@ def test_round_trip_through_the_official_format(
     convert_checkpoint(ours, official, source="albert_tf", target="tf1")
     assert sorted(os.listdir(official)) == [
         "30k-clean.model", "30k-clean.vocab", "albert_config.json",
-        core.MANIFEST_NAME, core.REPORT_NAME,
+        weight_set.MANIFEST_NAME, weight_set.REPORT_NAME,
         "model.ckpt-best.data-00000-of-00001",
         "model.ckpt-best.index"]
 
@@ -124,27 +124,27 @@ def _assert_nothing_written(parent, name):
 def test_missing_unexpected_and_misshaped_tensors_stop_the_conversion(
         tmp_path, random_pretrainer):
     model = random_pretrainer(num_hidden_groups=2, inner_group_num=2)
-    tensors = core.model_to_official(model)
+    tensors = weight_set.model_to_official(model)
     key = "bert/encoder/transformer/group_1/inner_group_0/attention_1/self/key/kernel"
 
     missing = dict(tensors)
     del missing[key]
     _write_release(str(tmp_path / "missing"), model.config, missing, slots=False)
-    with pytest.raises(core.ConversionError,
+    with pytest.raises(weight_set.ConversionError,
                        match=f"missing.*{key} \\(expected shape \\[32, 32\\]\\)"):
         convert_checkpoint(str(tmp_path / "missing"), str(tmp_path / "out"))
     _assert_nothing_written(str(tmp_path), "out")
 
     extra = dict(tensors, **{"output_weights": np.zeros((3, 32), np.float32)})
     _write_release(str(tmp_path / "extra"), model.config, extra, slots=False)
-    with pytest.raises(core.ConversionError,
+    with pytest.raises(weight_set.ConversionError,
                        match=r"unexpected.*output_weights \[3, 32\]"):
         convert_checkpoint(str(tmp_path / "extra"), str(tmp_path / "out"))
     _assert_nothing_written(str(tmp_path), "out")
 
     wrong = dict(tensors, **{key: np.zeros((32, 16), np.float32)})
     _write_release(str(tmp_path / "wrong"), model.config, wrong, slots=False)
-    with pytest.raises(core.ConversionError,
+    with pytest.raises(weight_set.ConversionError,
                        match=r"key/kernel.*source has \[32, 16\].*expects \[32, 32\]"):
         convert_checkpoint(str(tmp_path / "wrong"), str(tmp_path / "out"))
     _assert_nothing_written(str(tmp_path), "out")
@@ -152,7 +152,7 @@ def test_missing_unexpected_and_misshaped_tensors_stop_the_conversion(
 
 def test_a_release_without_heads_loads_with_fresh_heads(tmp_path, random_pretrainer):
     model = random_pretrainer()
-    encoder_only = {k: v for k, v in core.model_to_official(model).items()
+    encoder_only = {k: v for k, v in weight_set.model_to_official(model).items()
                     if k.startswith("bert/")}
     _write_release(str(tmp_path / "r"), model.config, encoder_only, slots=False)
     weights = tf1.read(str(tmp_path / "r"))
@@ -161,7 +161,7 @@ def test_a_release_without_heads_loads_with_fresh_heads(tmp_path, random_pretrai
     partial = dict(encoder_only)
     partial["cls/predictions/output_bias"] = np.zeros(48, np.float32)
     _write_release(str(tmp_path / "p"), model.config, partial, slots=False)
-    with pytest.raises(core.ConversionError, match="transform/dense/kernel"):
+    with pytest.raises(weight_set.ConversionError, match="transform/dense/kernel"):
         tf1.read(str(tmp_path / "p"))
 
 
@@ -180,7 +180,7 @@ def test_refuses_what_the_official_format_cannot_express(tmp_path, random_pretra
 
 def test_half_precision_release_is_read_as_float32(tmp_path, random_pretrainer):
     model = random_pretrainer()
-    tensors = core.model_to_official(model)
+    tensors = weight_set.model_to_official(model)
     half = {k: tf.constant(v, tf.bfloat16).numpy() for k, v in tensors.items()}
     _write_release(str(tmp_path / "r"), model.config, half, slots=False)
     weights = tf1.read(str(tmp_path / "r"))

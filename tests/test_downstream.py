@@ -133,7 +133,7 @@ def test_finetune_through_the_exported_encoder_and_serve(tmp_path):
     from albert_tf import AlbertConfig, AlbertPretrainer
     from albert_tf.layers.preprocessing import TextPreprocessor
     from data_prep import builtin_corpus, vocab
-    from export import exporter, tasks
+    from export import pretrained_export, finetuned_exports
 
     corpus = str(tmp_path / "c.txt")
     builtin_corpus.write_corpus(corpus, max_chars=60_000)
@@ -147,7 +147,7 @@ def test_finetune_through_the_exported_encoder_and_serve(tmp_path):
                                       max_position_embeddings=32)
     with open(spm_model, "rb") as f:
         proto = f.read()
-    paths = exporter.export_pretrainer(AlbertPretrainer(config), proto,
+    paths = pretrained_export.export_pretrainer(AlbertPretrainer(config), proto,
                                        str(tmp_path / "export"),
                                        max_seq_length=32, save_keras=False)
     result = downstream.finetune(paths["encoder"], spm_model, task,
@@ -168,7 +168,7 @@ def test_finetune_through_the_exported_encoder_and_serve(tmp_path):
 
     # The fine-tuned model serves raw text through the CLIs' classifier
     # export, with its own numbers.
-    served = tasks.export_classifier(model, spm_model, str(tmp_path / "cls"),
+    served = finetuned_exports.export_classifier(model, spm_model, str(tmp_path / "cls"),
                                      labels=list(task.labels),
                                      max_seq_length=32, model_name="order")
     loaded = tf.saved_model.load(served)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from export import tasks
+from export import finetuned_exports
 
 TEXTS = ["The cat sat on the mat.", "Naïve café.", "", "the " * 80]
 TEXTS_B = ["It was in Paris.", "", "fine", ""]
@@ -81,6 +81,6 @@ def test_span_extractor_dynamic_equals_fixed(exported_tasks, tmp_path):
         assert answer and answer in context
         assert len(answer.split()) <= 5
     with pytest.raises(ValueError, match="serving_shape must be one of"):
-        tasks.export_span_extractor(exported_tasks.span_extractor,
+        finetuned_exports.export_span_extractor(exported_tasks.span_extractor,
                                     exported_tasks.spm_path, str(tmp_path),
                                     serving_shape="padded")

@@ -43,13 +43,13 @@ def _exported_encoder(path, vocab_size=64):
     import tensorflow as tf
 
     from albert_tf import AlbertConfig, AlbertEncoder
-    from export import saved_models
+    from export import signatures
 
     keras.utils.set_random_seed(0)
     encoder = AlbertEncoder(AlbertConfig.from_preset(
         "tiny", vocab_size=vocab_size, num_hidden_layers=2,
         max_position_embeddings=16))
-    root, signatures = saved_models.build_encoder_model(encoder)
+    root, signatures = signatures.build_encoder_model(encoder)
     tf.saved_model.save(root, str(path), signatures=signatures)
     return str(path), vocab_size
 

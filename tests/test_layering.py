@@ -34,11 +34,8 @@ RANKS = {
     # The library's programs: below export, which they never import.
     "albert_tf.cli": 6.5,
     "albert_tf.run_pretraining": 6.5,
-    "albert_tf.run_classifier": 6.5,  # moved: says where it went
-    "albert_tf.run_squad": 6.5,  # moved: says where it went
     "albert_tf.run_race": 6.5,
     "albert_tf.convert_checkpoint": 6.5,
-    "albert_tf.quickstart": 6.5,  # moved: says where it went
     "export": 7,
     "tools": 8,
     "albert_apps": 9,
@@ -110,9 +107,9 @@ def test_a_program_importing_export_is_reported(tmp_path, monkeypatch):
     """Also from the library's own programs (no exception for them)."""
     bad = tmp_path / "albert_tf" / "cli"
     bad.mkdir(parents=True)
-    (bad / "run_bad.py").write_text("def run():\n    from export import tasks\n")
+    (bad / "run_bad.py").write_text("def run():\n    from export import finetuned_exports\n")
     monkeypatch.setattr(sys.modules[__name__], "REPO", str(tmp_path))
-    assert back_imports() == [("albert_tf.cli.run_bad", 2, "export.tasks")]
+    assert back_imports() == [("albert_tf.cli.run_bad", 2, "export.finetuned_exports")]
 
 
 def test_the_check_catches_a_back_import(tmp_path, monkeypatch):
@@ -206,5 +203,5 @@ def test_every_public_name_resolves(fresh_process):
 def test_library_modules_define_no_flags(fresh_process):
     # Programs were skipped, library modules imported: many of them.
     assert "albert_tf.training.trainer" in fresh_process["module"]
-    assert "export.exporter" in fresh_process["module"]
+    assert "export.pretrained_export" in fresh_process["module"]
     assert fresh_process["flags"] == []

@@ -15,9 +15,9 @@ from albert_tf.layers import preprocessing
 from albert_tf.tasks.masked_lm import AlbertMaskedLM
 from albert_tf.training import checkpoint
 from albert_tf.training import optimization
-from data_prep import masking
+from data_prep import ngram_masking
 from data_prep import vocab
-from export import tasks as export_tasks
+from export import finetuned_exports as export_tasks
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # A word cycle: each word is predictable from its neighbours.
@@ -68,13 +68,13 @@ def test_masks_follow_the_project_rules(model, albert_spm_model):
                                   original[~masked])
     # The budget of the record builder (a word longer than what is left of
     # it is skipped), and whole words only.
-    budget = masking.prediction_budget(real.sum(1), 0.15, 20)
+    budget = ngram_masking.prediction_budget(real.sum(1), 0.15, 20)
     assert (masked.sum(1) <= budget).all()
     assert masked.sum() > 0.8 * budget.sum()
-    maskable = masking.maskable_tokens(original, real)
+    maskable = ngram_masking.maskable_tokens(original, real)
     assert not (masked & ~maskable).any()
-    table = masking.start_piece_table(vocab.load_model(albert_spm_model))
-    starts = masking.word_starts(maskable, table[original], True)
+    table = ngram_masking.start_piece_table(vocab.load_model(albert_spm_model))
+    starts = ngram_masking.word_starts(maskable, table[original], True)
     word = np.cumsum(starts, axis=1)
     for row, col in zip(*np.nonzero(maskable & masked)):
         same_word = maskable[row] & (word[row] == word[row, col])

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from albert_tf import AlbertConfig, AlbertPretrainer
 from benchmarks.paper_claims import job
-from benchmarks.paper_claims import peer
+from benchmarks.paper_claims import keras_hub_parity
 from benchmarks.paper_claims import runs
 from benchmarks.paper_claims import verdicts
 
@@ -175,7 +175,7 @@ def test_peer_has_our_parameter_counts():
 
 def test_peer_computes_our_function_up_to_its_head_epsilon():
     config = _config()
-    ours, theirs = AlbertPretrainer(config), peer.peer_pretrainer(config)
+    ours, theirs = AlbertPretrainer(config), keras_hub_parity.peer_pretrainer(config)
     rng = np.random.default_rng(0)
     mask = np.ones((3, 24), "int32")
     mask[:, 18:] = 0
@@ -186,23 +186,23 @@ def test_peer_computes_our_function_up_to_its_head_epsilon():
             3, 0),
         "masked_lm_positions": rng.integers(1, 18, (3, 4)).astype("int32"),
     }
-    apart = peer.output_difference(ours, theirs, features)
+    apart = keras_hub_parity.output_difference(ours, theirs, features)
     assert apart["mlm_logits"] > 1e-2  # Each draws its own weights.
-    peer.copy_weights(ours, theirs)
-    shipped = peer.output_difference(ours, theirs, features)
-    matched = peer.output_difference(ours, theirs, features,
+    keras_hub_parity.copy_weights(ours, theirs)
+    shipped = keras_hub_parity.output_difference(ours, theirs, features)
+    matched = keras_hub_parity.output_difference(ours, theirs, features,
                                      head_epsilon=config.layer_norm_epsilon)
     assert shipped["sop_logits"] < 1e-5
     assert matched["mlm_logits"] < 1e-5 < shipped["mlm_logits"] < 1e-2
     # The comparison leaves keras-hub's own epsilon in place.
-    assert peer.output_difference(ours, theirs, features) == shipped
+    assert keras_hub_parity.output_difference(ours, theirs, features) == shipped
 
 
 def test_peer_refuses_what_keras_hub_cannot_build():
     with pytest.raises(ValueError, match=r"share='ffn' \(keras-hub: 'all'\)"):
-        peer.peer_pretrainer(_config(share="ffn"))
+        keras_hub_parity.peer_pretrainer(_config(share="ffn"))
     with pytest.raises(ValueError, match="layer_norm_epsilon=0.001"):
-        peer.check_comparable(_config(layer_norm_epsilon=1e-3))
+        keras_hub_parity.check_comparable(_config(layer_norm_epsilon=1e-3))
 
 
 # === The study, --quick ===

@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.training import checkpoint
-from albert_tf.convert import core
+from albert_tf.convert import weight_set
 from albert_tf.convert.pretrained import (convert_checkpoint, detect_format,
                                   load_pretrained, spm_model_path)
 
@@ -121,7 +121,7 @@ def test_release_tokenizer_matches_this_projects_preprocessing(
 def test_report_lists_every_tensor(tmp_path, saved):
     ours, model = saved
     report = convert_checkpoint(ours, str(tmp_path / "hf"), target="huggingface")
-    text = (tmp_path / "hf" / core.REPORT_NAME).read_text()
+    text = (tmp_path / "hf" / weight_set.REPORT_NAME).read_text()
     assert f"Mapped tensors: {len(model.weights)}" in text
     assert "bert/encoder/transformer/group_1/inner_group_1/LayerNorm_1/gamma" in text
     assert len(report.mapped) == len(model.weights)

@@ -9,7 +9,7 @@ import tensorflow as tf
 from tools import plot
 
 from albert_apps.quickstart import report as report_lib
-from albert_apps.quickstart import transfer
+from albert_apps.quickstart import stages_downstream
 
 
 def _eval(step, mlm, sop):
@@ -47,14 +47,14 @@ def _report(output_dir):
                              "encoder": "/export/albert_encoder/2",
                              "preprocessor": "/export/albert_preprocessor/2"}},
         "finetune": {
-            "tasks": [dict(transfer.task_result("sentence_order", {
+            "tasks": [dict(stages_downstream.task_result("sentence_order", {
                 "pretrained": [{"seed": None, "dev_accuracy": 0.75}],
                 "random_init": [{"seed": 0, "dev_accuracy": 0.5},
                                 {"seed": 1, "dev_accuracy": 0.6}]},
                 {"train": 3, "dev": 3}),
                 finetuned={"dev_accuracy": 0.5, "steps": 9},
                 classifier="/export/albert_sentence_order/2")],
-            "method": transfer.PROBE_METHOD,
+            "method": stages_downstream.PROBE_METHOD,
             "encoders": {"pretrained": "/export/albert_encoder/2",
                          "random_init": "/finetune/random_init_encoder"},
             "settings": {"seeds": [0, 1], "num_train_steps": 9,

@@ -104,7 +104,7 @@ def test_export_is_reused_while_it_holds_the_best_checkpoint(tmp_path):
 
 
 def test_finetuning_is_reused_for_its_export_and_settings(tmp_path):
-    from albert_apps.quickstart import transfer
+    from albert_apps.quickstart import stages_downstream
 
     out = str(tmp_path)
     exported = {"version": 2}
@@ -116,8 +116,8 @@ def test_finetuning_is_reused_for_its_export_and_settings(tmp_path):
         folder.mkdir(parents=True)
     (tmp_path / "finetune").mkdir()
     stages.write_json(
-        os.path.join(out, "finetune", transfer.FINETUNE_JSON),
-        {"encoder_version": 2, "method": transfer.PROBE_METHOD,
+        os.path.join(out, "finetune", stages_downstream.FINETUNE_JSON),
+        {"encoder_version": 2, "method": stages_downstream.PROBE_METHOD,
          "tasks": [{"name": t["name"], "classifier": str(folder)}
                    for t, folder in zip(corpus["tasks"], classifiers)],
          "settings": {"seeds": [0, 1], "num_train_steps": 50,
@@ -128,12 +128,12 @@ def test_finetuning_is_reused_for_its_export_and_settings(tmp_path):
     assert again["tasks"][1]["classifier"] == str(classifiers[1])
     # Another encoder export, other seeds, steps or tasks: fine-tune again.
     recorded = stages.read_json(
-        os.path.join(out, "finetune", transfer.FINETUNE_JSON))
-    stages.write_json(os.path.join(out, "finetune", transfer.FINETUNE_JSON),
+        os.path.join(out, "finetune", stages_downstream.FINETUNE_JSON))
+    stages.write_json(os.path.join(out, "finetune", stages_downstream.FINETUNE_JSON),
                       dict(recorded, method="fine-tuning runs"))
     assert resume.current_finetune(exported, corpus, out, seeds=(0, 1),
                                    num_train_steps=50) is None
-    stages.write_json(os.path.join(out, "finetune", transfer.FINETUNE_JSON),
+    stages.write_json(os.path.join(out, "finetune", stages_downstream.FINETUNE_JSON),
                       recorded)
     assert resume.current_finetune({"version": 3}, corpus, out, seeds=(0, 1),
                                    num_train_steps=50) is None
@@ -154,9 +154,9 @@ def test_finetuning_is_reused_for_its_export_and_settings(tmp_path):
 
 
 def test_sentence_order_is_fine_tuned_only_where_sop_was_learned():
-    from albert_apps.quickstart import transfer
+    from albert_apps.quickstart import stages_downstream
 
-    assert transfer.tasks_to_skip("above chance") == {}
-    skipped = transfer.tasks_to_skip("at chance")
+    assert stages_downstream.tasks_to_skip("above chance") == {}
+    skipped = stages_downstream.tasks_to_skip("at chance")
     assert list(skipped) == ["sentence_order"]
     assert "held-out SOP is at chance" in skipped["sentence_order"]

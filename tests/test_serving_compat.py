@@ -92,7 +92,7 @@ def test_a_release_lacking_an_op_refuses_naming_it(exported_albert, tmp_path):
 @pytest.mark.slow
 def test_refused_export_leaves_no_version(exported_albert, tmp_path,
                                           monkeypatch):
-    from export import exporter
+    from export import pretrained_export
 
     table = _without(serving_compat.load_table(), "NormalizeUTF8")
     monkeypatch.setattr(serving_compat, "load_table", lambda path=None: table)
@@ -101,7 +101,7 @@ def test_refused_export_leaves_no_version(exported_albert, tmp_path,
     export_dir = str(tmp_path / "serving")
     with pytest.raises(serving_compat.UnsupportedOpsError,
                        match="NormalizeUTF8"):
-        exporter.export_pretrainer(
+        pretrained_export.export_pretrainer(
             exported_albert.pretrainer, spm_proto, export_dir,
             max_seq_length=16, save_keras=False, tf_serving_version="2.19")
     leftovers = [os.path.join(d, f) for d, _, files in os.walk(export_dir)
@@ -112,11 +112,11 @@ def test_refused_export_leaves_no_version(exported_albert, tmp_path,
 
 def test_unknown_version_is_refused_naming_the_known_ones():
     from export import export_saved_model
-    from export import exporter
+    from export import pretrained_export
 
     known = serving_compat.known_versions()
     assert known[0] == "2.12" and known[-1] == "2.20" and len(known) == 9
-    options = exporter.ExportOptions(
+    options = pretrained_export.ExportOptions(
         checkpoint="/does/not/exist", albert_config_file="/does/not/exist",
         spm_model_file="/does/not/exist", export_dir="/does/not/exist",
         tf_serving_version="2.11")

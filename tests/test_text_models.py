@@ -14,7 +14,7 @@ from albert_tf import AlbertConfig, AlbertEncoder
 from albert_tf.tasks.text_models import AlbertTextClassifier
 from albert_tf.training import checkpoint
 from albert_tf.training import optimization
-from export import tasks as export_tasks
+from export import finetuned_exports as export_tasks
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORDS = "the quick brown fox jumps over a lazy dog hello world".split()

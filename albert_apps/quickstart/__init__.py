@@ -25,15 +25,15 @@ library of the matching command-line tool:
    `python -m albert_tf.run_pretraining`), evaluating every checkpoint on
    the held-out records; the best goes to `pretrain/best/`.
 5. export (`export_model`): the SavedModels
-   (`export.exporter.export_from_checkpoint`, the library of
+   (`export.pretrained_export.export_from_checkpoint`, the library of
    `python -m export.export_saved_model`).
-6. finetune (`transfer.finetune`): the exported encoder's weights
+6. finetune (`stages_downstream.finetune`): the exported encoder's weights
    (checked against the SavedModel loaded as a Keras layer,
    `export.keras_layer.load_encoder`) probed on each downstream task
    (`probing`: a linear classifier of the frozen features), against random
    initialization over several seeds; then fine-tuned on the first task
    (`finetuning.Finetuner`) and exported as a text-in SavedModel
-   (`export.tasks.export_classifier`).
+   (`export.finetuned_exports.export_classifier`).
 7. query (`query`): fill-mask on held-out sentences and the classifier on
    the task's dev pairs, through the SavedModels' signatures.
 8. report (`report.summarize`, `report.write_report`): `report.txt`,

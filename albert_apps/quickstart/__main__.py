@@ -13,7 +13,7 @@ import dataclasses
 
 from absl import logging
 
-from data_prep import options as options_lib
+from data_prep import flag_options as options_lib
 from data_prep import tf_startup
 
 from albert_apps.quickstart import inputs
@@ -40,7 +40,7 @@ def run_and_print(options):
 
 def main(argv=None):
     logging.set_verbosity(logging.INFO)
-    options_lib.run(QuickstartOptions, run_and_print, argv, doc=__doc__,
+    options_lib.run_program(QuickstartOptions, run_and_print, argv, doc=__doc__,
                     tensorflow=False)
 
 

@@ -36,7 +36,7 @@ def classifier(encoder, num_classes=2, dropout=0.1):
     """The encoder (an exported encoder layer or an `AlbertEncoder`) with a
     classification head on `pooled_output`; outputs `{"logits": [B, C]}`.
 
-    The model has `num_classes`, which `export.tasks.export_classifier`
+    The model has `num_classes`, which `export.finetuned_exports.export_classifier`
     reads.
     """
     inputs = {name: keras.Input((None,), dtype="int32", name=name)

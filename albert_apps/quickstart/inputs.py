@@ -22,13 +22,13 @@ import json
 import os
 from typing import Optional
 
-from data_prep import options as options_lib
+from data_prep import flag_options as options_lib
 from data_prep import safe_io
 from data_prep import text as text_lib
 from data_prep import vocab as vocab_lib
-from data_prep.options import option
+from data_prep.flag_options import option
 
-from albert_apps.quickstart import budget
+from albert_apps.quickstart import defaults
 from albert_apps.quickstart import data
 from albert_apps.quickstart import downstream
 
@@ -57,10 +57,10 @@ class QuickstartOptions:
     vocab_size: int = option(4000, "SentencePiece pieces (a soft limit).",
                              minimum=100)
     max_seq_length: int = option(64, "Tokens a record.", minimum=16)
-    num_train_steps: int = option(budget.NUM_TRAIN_STEPS,
+    num_train_steps: int = option(defaults.NUM_TRAIN_STEPS,
                                   "Pretraining steps.", minimum=1)
     train_seconds: float = option(
-        budget.TRAIN_SECONDS, "Time budget of pretraining in this run "
+        defaults.TRAIN_SECONDS, "Time budget of pretraining in this run "
         "(seconds; 0: none): "
         "training stops, saving a checkpoint, once it is spent, even before "
         "num_train_steps; running again continues from there.", minimum=0)
@@ -357,8 +357,8 @@ def claim_output(output_dir, input_file=None, max_corpus_chars=3_000_000,
                  vocab_size=4000, max_seq_length=64, train_batch_size=32,
                  dupe_factor=10, max_predictions_per_seq=None,
                  learning_rate=5e-3, num_threads=2,
-                 finetune_seeds=budget.FINETUNE_SEEDS,
-                 finetune_steps=budget.FINETUNE_STEPS,
+                 finetune_seeds=defaults.FINETUNE_SEEDS,
+                 finetune_steps=defaults.FINETUNE_STEPS,
                  save_checkpoints_steps=None,
                  max_eval_steps=None, **other_flags):
     """Checks everything, then holds `output_dir` for one run of the job.

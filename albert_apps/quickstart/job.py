@@ -16,7 +16,7 @@ from albert_apps.quickstart import inputs
 from albert_apps.quickstart import report as report_lib
 from albert_apps.quickstart import resume
 from albert_apps.quickstart import stages
-from albert_apps.quickstart import transfer
+from albert_apps.quickstart import stages_downstream
 
 STAGES = ("corpus", "vocab", "records", "pretrain", "export", "finetune",
           "query", "report")
@@ -79,20 +79,20 @@ def _data_stages(timer, data_dir, input_file, max_corpus_chars, vocab_size,
 def _finetune_stage(timer, corpus, vocabulary, records, trained, exported,
                     output_dir, max_seq_length, finetune_seeds,
                     finetune_steps):
-    """Stage 6: the downstream tasks (`transfer.finetune`), reused when
-    current; the tasks held-out SOP rules out (`transfer.tasks_to_skip`)
+    """Stage 6: the downstream tasks (`stages_downstream.finetune`), reused when
+    current; the tasks held-out SOP rules out (`stages_downstream.tasks_to_skip`)
     are skipped."""
     with timer.stage("finetune") as entry:
         held_out = report_lib.results(trained, records["baseline"],
                                       records["eval"]["instances"])
         tuning = dict(seeds=tuple(finetune_seeds),
                       num_train_steps=finetune_steps,
-                      skipped=transfer.tasks_to_skip(
+                      skipped=stages_downstream.tasks_to_skip(
                           held_out["sentence_order_verdict"]))
         finetuned = resume.current_finetune(exported, corpus, output_dir,
                                             **tuning)
         if not _reuse(entry, finetuned):
-            finetuned = transfer.finetune(exported, corpus, vocabulary,
+            finetuned = stages_downstream.finetune(exported, corpus, vocabulary,
                                           output_dir, max_seq_length, **tuning)
     return finetuned
 
@@ -104,8 +104,8 @@ def run(output_dir, input_file=None, max_corpus_chars=3_000_000,
         dupe_factor=10,
         max_predictions_per_seq=None, save_checkpoints_steps=None,
         learning_rate=5e-3, max_eval_steps=None, num_threads=2, dtype="auto",
-        finetune_seeds=transfer.FINETUNE_SEEDS,
-        finetune_steps=transfer.FINETUNE_STEPS):
+        finetune_seeds=stages_downstream.FINETUNE_SEEDS,
+        finetune_steps=stages_downstream.FINETUNE_STEPS):
     """Runs (or resumes) the whole job; returns the report dict.
 
     Everything is checked first, and the folder held for this run alone
@@ -120,7 +120,7 @@ def run(output_dir, input_file=None, max_corpus_chars=3_000_000,
         num_train_steps, train_seconds, train_batch_size,
             save_checkpoints_steps, learning_rate, max_eval_steps, dtype:
             see `stages.pretraining_options`.
-        finetune_seeds, finetune_steps: see `transfer.finetune`.
+        finetune_seeds, finetune_steps: see `stages_downstream.finetune`.
 
     Raises:
         ValueError: a bad setting or corpus, an output folder that cannot
@@ -139,8 +139,8 @@ def run_claimed(output_dir, input_file=None, max_corpus_chars=3_000_000,
                 dupe_factor=10, max_predictions_per_seq=None,
                 save_checkpoints_steps=None, learning_rate=5e-3,
                 max_eval_steps=None, num_threads=2, dtype="auto",
-                finetune_seeds=transfer.FINETUNE_SEEDS,
-                finetune_steps=transfer.FINETUNE_STEPS):
+                finetune_seeds=stages_downstream.FINETUNE_SEEDS,
+                finetune_steps=stages_downstream.FINETUNE_STEPS):
     """Runs the stages in a folder `inputs.claim_output` checked and holds
     (the arguments are `run`'s); returns the report dict."""
     output_dir = os.path.abspath(output_dir)
@@ -169,7 +169,7 @@ def run_claimed(output_dir, input_file=None, max_corpus_chars=3_000_000,
         timer, corpus, vocabulary, records, trained, exported, output_dir,
         max_seq_length, finetune_seeds, finetune_steps)
     with timer.stage("query"):
-        answers = transfer.query(exported["paths"]["serving"], finetuned,
+        answers = stages_downstream.query(exported["paths"]["serving"], finetuned,
                                  corpus, vocabulary)
     report = {"output_dir": output_dir, "corpus": corpus, "vocab": vocabulary,
               "records": records, "pretrain": trained, "export": exported,

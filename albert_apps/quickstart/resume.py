@@ -13,7 +13,7 @@ import os
 from data_prep import pipeline
 
 from albert_apps.quickstart import stages
-from albert_apps.quickstart import transfer
+from albert_apps.quickstart import stages_downstream
 
 
 def current_corpus(data_dir, input_file=None, max_corpus_chars=3_000_000):
@@ -95,14 +95,14 @@ def current_export(trained, output_dir):
 
 
 def current_finetune(exported, corpus, output_dir,
-                     seeds=transfer.FINETUNE_SEEDS,
-                     num_train_steps=transfer.FINETUNE_STEPS, skipped=None):
+                     seeds=stages_downstream.FINETUNE_SEEDS,
+                     num_train_steps=stages_downstream.FINETUNE_STEPS, skipped=None):
     """The fine-tuning results recorded in `output_dir` if they were made
     from the current export of the encoder (`exported`, what
     `stages.export_model` returned) with these settings, and the classifier
     they exported exist, for the tasks of `corpus` less the `skipped`."""
     finetuned = stages.read_json(os.path.join(
-        output_dir, "finetune", transfer.FINETUNE_JSON))
+        output_dir, "finetune", stages_downstream.FINETUNE_JSON))
     if not finetuned or "tasks" not in finetuned:
         return None
     settings = {"seeds": list(seeds), "num_train_steps": num_train_steps,
@@ -110,7 +110,7 @@ def current_finetune(exported, corpus, output_dir,
     wanted = [t["name"] for t in corpus["tasks"]
               if t["name"] not in (skipped or {})]
     if (wanted != settings["tasks"] or
-            finetuned.get("method") != transfer.PROBE_METHOD or
+            finetuned.get("method") != stages_downstream.PROBE_METHOD or
             finetuned.get("settings") != settings or
             finetuned.get("encoder_version") != exported["version"] or
             not all(os.path.isdir(t["classifier"])

@@ -11,12 +11,12 @@ skip it):
     trained = pretrain(records, vocabulary, pretrain_dir)
     exported = export_model(trained, vocabulary, output_dir)
 
-(then `albert_apps.quickstart.transfer`: fine-tuning and the queries). Each
+(then `albert_apps.quickstart.stages_downstream`: fine-tuning and the queries). Each
 calls the library of the matching command-line tool, so the quickstart
 exercises the same code: `data_prep.vocab.train_vocab`,
 `data_prep.pipeline.create_pretraining_data`,
 `albert_tf.training.pretraining.run_pretraining` and
-`export.exporter.export_from_checkpoint`.
+`export.pretrained_export.export_from_checkpoint`.
 """
 
 import json
@@ -29,14 +29,14 @@ from data_prep import instances
 from data_prep import pipeline
 from data_prep import safe_io
 from data_prep import vocab
-from export import exporter
+from export import pretrained_export
 
 from albert_tf.config import AlbertConfig
 from albert_tf.models.encoder import AlbertEncoder
 from albert_apps.quickstart import data
-from albert_apps.quickstart.budget import NUM_CHECKPOINTS
-from albert_apps.quickstart.budget import NUM_TRAIN_STEPS
-from albert_apps.quickstart.budget import TRAIN_SECONDS
+from albert_apps.quickstart.defaults import NUM_CHECKPOINTS
+from albert_apps.quickstart.defaults import NUM_TRAIN_STEPS
+from albert_apps.quickstart.defaults import TRAIN_SECONDS
 from albert_apps.quickstart import downstream
 from albert_apps.quickstart import queries
 from albert_tf.training import hardware
@@ -403,12 +403,12 @@ def export_model(trained, vocabulary, output_dir, max_seq_length=64):
 
     Returns:
         A dict: `checkpoint_step`, `paths` (what
-        `exporter.export_from_checkpoint` returned), `version`, `export_dir`
+        `pretrained_export.export_from_checkpoint` returned), `version`, `export_dir`
         and `reused` (False).
     """
     export_dir = os.path.join(output_dir, "export")
     best_dir = trained["best_dir"]
-    paths = exporter.export_from_checkpoint(
+    paths = pretrained_export.export_from_checkpoint(
         best_dir, os.path.join(best_dir, "albert_config.json"),
         vocabulary["model_file"], export_dir, max_seq_length=max_seq_length,
         top_k=queries.FILL_MASK_TOP_K)

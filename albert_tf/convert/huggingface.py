@@ -16,7 +16,7 @@ import os
 import numpy as np
 
 from albert_tf.config import AlbertConfig
-from albert_tf.convert import core
+from albert_tf.convert import weight_set
 from albert_tf.convert import names
 from albert_tf.convert import safetensors_io
 
@@ -170,9 +170,9 @@ def _open_tensors(directory):
             files = {SAFETENSORS_NAME: safetensors_io.SafetensorsFile(single)}
             owner = {k: SAFETENSORS_NAME for k in files[SAFETENSORS_NAME].keys()}
         else:
-            owner = core.read_json(index).get("weight_map")
+            owner = weight_set.read_json(index).get("weight_map")
             if not isinstance(owner, dict):
-                raise core.ConversionError(
+                raise weight_set.ConversionError(
                     f"{index!r} has no \"weight_map\" object")
             files = {name: safetensors_io.SafetensorsFile(
                 os.path.join(directory, name)) for name in sorted(set(owner.values()))}
@@ -190,7 +190,7 @@ def _open_tensors(directory):
         try:
             import torch
         except ImportError:
-            raise core.ConversionError(
+            raise weight_set.ConversionError(
                 f"{directory!r} holds only {PYTORCH_NAME}, which needs PyTorch "
                 "to read. Install torch, or save the model with "
                 "safe_serialization=True (model.safetensors).") from None
@@ -201,7 +201,7 @@ def _open_tensors(directory):
         def read_tensor(name):
             value = state[name].detach().float().numpy()
             if not np.isfinite(value).all():
-                raise core.ConversionError(
+                raise weight_set.ConversionError(
                     f"{pytorch!r}: tensor {name!r} holds NaN or infinite "
                     "values; the file is corrupt")
             return value
@@ -220,22 +220,22 @@ def read(directory):
             `spiece.model`.
 
     Returns:
-        `core.Weights`.
+        `weight_set.Weights`.
 
     Raises:
         FileNotFoundError: for a missing config or weights file.
-        core.ConversionError: for a missing, unexpected or misshaped tensor,
+        weight_set.ConversionError: for a missing, unexpected or misshaped tensor,
             or a decoder not tied to the word embeddings.
     """
     config_file = os.path.join(directory, CONFIG_NAME)
     if not os.path.exists(config_file):
         raise FileNotFoundError(f"No {CONFIG_NAME} in {directory!r}")
-    values = core.read_json(config_file)
+    values = weight_set.read_json(config_file)
     if values.get("model_type", "albert") != "albert":
-        raise core.ConversionError(
+        raise weight_set.ConversionError(
             f"{config_file!r} is not an ALBERT config. Received: "
             f"model_type={values.get('model_type')!r}")
-    report = core.ConversionReport()
+    report = weight_set.ConversionReport()
     config = config_from_hf(values, report)
     shapes, read_tensor, files, dtypes = _open_tensors(directory)
     report.source = f"Hugging Face directory {directory} ({files})"
@@ -254,20 +254,20 @@ def read(directory):
             return f"tied copy of {_TIED[name]} (checked equal)"
         return None
 
-    tensors = core.gather(shapes, read_tensor, rules(config, base), report,
+    tensors = weight_set.gather(shapes, read_tensor, rules(config, base), report,
                           skip=skip)
     for tied, official in _TIED.items():
         if tied in shapes and official in tensors:
-            value = core.to_float32(tied, read_tensor(tied), report)
+            value = weight_set.to_float32(tied, read_tensor(tied), report)
             if not np.array_equal(value, tensors[official]):
-                raise core.ConversionError(
+                raise weight_set.ConversionError(
                     f"{tied!r} differs from the tensor it should be tied to "
                     f"({official!r}); an untied decoder has no place in ALBERT.")
     spm_model_file = os.path.join(directory, SPM_NAME)
     if not os.path.exists(spm_model_file):
         spm_model_file = None
     report.notes.append(f"SentencePiece model: {spm_model_file or 'none found'}")
-    return core.Weights(config, tensors, spm_model_file, report)
+    return weight_set.Weights(config, tensors, spm_model_file, report)
 
 
 def write(weights, directory):
@@ -279,12 +279,12 @@ def write(weights, directory):
     accents, as the releases do.
 
     Args:
-        weights: `core.Weights`.
+        weights: `weight_set.Weights`.
         directory: an existing, empty directory.
 
     Raises:
         names.UnsupportedConfigError: for a config Hugging Face cannot express.
-        core.ConversionError: if a tensor's shape does not match the config.
+        weight_set.ConversionError: if a tensor's shape does not match the config.
     """
     config_values = config_to_hf(weights.config)
     tensors = {}
@@ -293,7 +293,7 @@ def write(weights, directory):
             continue
         value = np.asarray(weights.tensors[rule.official], dtype=np.float32)
         if tuple(value.shape) != rule.official_shape:
-            raise core.ConversionError(
+            raise weight_set.ConversionError(
                 f"Shape mismatch for {rule.official!r}: the weights have "
                 f"{list(value.shape)}, the config expects "
                 f"{list(rule.official_shape)}.")

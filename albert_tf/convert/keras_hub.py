@@ -16,7 +16,7 @@ official head uses 1e-12 (a difference of order 1e-6 in the logits).
 import os
 
 from albert_tf.config import AlbertConfig
-from albert_tf.convert import core
+from albert_tf.convert import weight_set
 from albert_tf.convert import names
 from albert_tf.models.encoder import AlbertEncoder
 
@@ -137,19 +137,19 @@ def weights_from_model(model, source="keras-hub model", spm_model_file=None):
         spm_model_file: the SentencePiece model that goes with it, if any.
 
     Returns:
-        `core.Weights` (without the SOP head, which keras-hub lacks).
+        `weight_set.Weights` (without the SOP head, which keras-hub lacks).
 
     Raises:
         names.UnsupportedConfigError: see `rules`.
-        core.ConversionError: for a missing, unexpected or misshaped tensor.
+        weight_set.ConversionError: for a missing, unexpected or misshaped tensor.
     """
     backbone = getattr(model, "backbone", model)
     config = config_from_keras_hub(backbone)
     variables = {}
     for w in model.weights:
         variables.setdefault(w.path, w)
-    report = core.ConversionReport(source=source)
-    tensors = core.gather({k: tuple(v.shape) for k, v in variables.items()},
+    report = weight_set.ConversionReport(source=source)
+    tensors = weight_set.gather({k: tuple(v.shape) for k, v in variables.items()},
                           lambda k: variables[k].numpy(), rules(config), report)
     for name in names.official_shapes(config):
         if name.startswith(names.SOP_HEAD_PREFIX):
@@ -158,7 +158,7 @@ def weights_from_model(model, source="keras-hub model", spm_model_file=None):
     if "cls/predictions/output_bias" in tensors:
         report.notes.append("keras-hub's MLM head LayerNorm epsilon is 1e-5; "
                             "this model's is the official 1e-12")
-    return core.Weights(config, tensors, spm_model_file, report)
+    return weight_set.Weights(config, tensors, spm_model_file, report)
 
 
 def read(directory):
@@ -168,20 +168,20 @@ def read(directory):
         directory: a local preset directory.
 
     Returns:
-        `core.Weights`.
+        `weight_set.Weights`.
 
     Raises:
         ImportError: if keras-hub is not installed.
         FileNotFoundError: for a missing `config.json` or weights file.
-        core.ConversionError: for a non-ALBERT preset or bad tensors.
+        weight_set.ConversionError: for a non-ALBERT preset or bad tensors.
     """
     for name in (CONFIG_NAME, WEIGHTS_NAME):
         if not os.path.exists(os.path.join(directory, name)):
             raise FileNotFoundError(f"No {name} in keras-hub preset {directory!r}")
-    class_name = core.read_json(os.path.join(directory, CONFIG_NAME)).get(
+    class_name = weight_set.read_json(os.path.join(directory, CONFIG_NAME)).get(
         "class_name")
     if class_name != "AlbertBackbone":
-        raise core.ConversionError(
+        raise weight_set.ConversionError(
             f"{directory!r} is not a keras-hub ALBERT preset. Received: "
             f"class_name={class_name!r}")
     try:
@@ -192,7 +192,7 @@ def read(directory):
     task_file = os.path.join(directory, TASK_CONFIG_NAME)
     has_mlm = False
     if os.path.exists(task_file):
-        has_mlm = core.read_json(task_file).get("class_name") == "AlbertMaskedLM"
+        has_mlm = weight_set.read_json(task_file).get("class_name") == "AlbertMaskedLM"
     if has_mlm:
         model = keras_hub.models.AlbertMaskedLM.from_preset(
             directory, preprocessor=None)
@@ -221,9 +221,9 @@ def encoder_from_keras_hub(backbone):
 
     Raises:
         names.UnsupportedConfigError: if `embedding_dim == hidden_dim`.
-        core.ConversionError: if a tensor is missing or has another shape.
+        weight_set.ConversionError: if a tensor is missing or has another shape.
     """
     weights = weights_from_model(backbone)
     encoder = AlbertEncoder(weights.config)
-    core.assign_to_model(encoder, weights.tensors)
+    weight_set.assign_to_model(encoder, weights.tensors)
     return encoder

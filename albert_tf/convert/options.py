@@ -6,7 +6,7 @@ before TensorFlow loads; the work is `albert_tf.convert.pretrained`.
 
 import dataclasses
 
-from data_prep.options import option
+from data_prep.flag_options import option
 
 FORMATS = ("albert_tf", "tf1", "huggingface", "keras_hub")
 TARGETS = ("albert_tf", "tf1", "huggingface")

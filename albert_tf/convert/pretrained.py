@@ -9,7 +9,7 @@ Formats (`FORMATS`):
 - `keras_hub`: a keras-hub preset directory (`albert_tf.convert.keras_hub`).
 
 Every conversion goes through the canonical form (official TF1 names and
-layouts, `albert_tf.convert.core.Weights`), so any source can be written as
+layouts, `albert_tf.convert.weight_set.Weights`), so any source can be written as
 any target: `albert_tf`, `tf1` or `huggingface`. `ConvertOptions` holds the
 flags of `python -m albert_tf.convert_checkpoint` (the arguments of
 `convert_checkpoint`).
@@ -22,7 +22,7 @@ import os
 import tensorflow as tf
 
 from albert_tf.training import checkpoint
-from albert_tf.convert import core
+from albert_tf.convert import weight_set
 from albert_tf.convert import huggingface
 from albert_tf.convert import keras_hub
 from albert_tf.convert import tf1
@@ -108,11 +108,11 @@ def read_weights(path, source=None, config_file=None):
             checkpoint (needed for TF-Hub modules, which have none).
 
     Returns:
-        `albert_tf.convert.core.Weights`.
+        `albert_tf.convert.weight_set.Weights`.
 
     Raises:
         FileNotFoundError: for missing inputs.
-        albert_tf.convert.core.ConversionError: for missing, unexpected or
+        albert_tf.convert.weight_set.ConversionError: for missing, unexpected or
             misshaped tensors.
         albert_tf.convert.names.UnsupportedConfigError: for a model of this
             project with a sharing ablation (it has no canonical form).
@@ -126,12 +126,12 @@ def read_weights(path, source=None, config_file=None):
     if source == "keras_hub":
         return keras_hub.read(path)
     model = checkpoint.load_model_dir(path)
-    report = core.ConversionReport(source=f"albert_tf model directory {path}")
-    tensors = core.model_to_official(model)
+    report = weight_set.ConversionReport(source=f"albert_tf model directory {path}")
+    tensors = weight_set.model_to_official(model)
     report.mapped = [(name, name, tuple(v.shape), "copy")
                      for name, v in tensors.items()]
     spm = os.path.join(path, checkpoint.SPM_NAME)
-    return core.Weights(model.config, tensors,
+    return weight_set.Weights(model.config, tensors,
                         spm if tf.io.gfile.exists(spm) else None, report)
 
 
@@ -142,14 +142,14 @@ def model_from_weights(weights, dtype=None):
     (logged, and listed in the weights' report).
 
     Args:
-        weights: `albert_tf.convert.core.Weights`.
+        weights: `albert_tf.convert.weight_set.Weights`.
         dtype: optional dtype policy for the model.
 
     Returns:
         The `AlbertPretrainer`.
     """
     model = AlbertPretrainer(weights.config, dtype=dtype)
-    untouched = core.assign_to_model(model, weights.tensors)
+    untouched = weight_set.assign_to_model(model, weights.tensors)
     if untouched:
         logging.warning("%d tensor(s) not in %s keep their initial values: %s",
                         len(untouched), weights.report.source,
@@ -161,7 +161,7 @@ def write_weights(weights, directory, target):
     """Writes canonical weights in a target format into an existing directory.
 
     Args:
-        weights: `albert_tf.convert.core.Weights`.
+        weights: `albert_tf.convert.weight_set.Weights`.
         directory: an existing, empty directory.
         target: one of `TARGETS`.
     """
@@ -180,7 +180,7 @@ def write_weights(weights, directory, target):
 def _read_errors_named(input_path, output_dir):
     """An error reading the input (a truncated or corrupt checkpoint) as
     one `ConversionError` naming it. An error about the conversion's own
-    unfinished folder (a failed write) is left to `core.atomic_output_dir`.
+    unfinished folder (a failed write) is left to `weight_set.atomic_output_dir`.
     """
     parent, base = os.path.split(os.path.abspath(output_dir))
     unfinished = os.path.join(parent, f".{base}.partial-")
@@ -195,7 +195,7 @@ def _read_errors_named(input_path, output_dir):
                 and error.error_code not in _READ_ERROR_CODES):
             raise
         first = (message.strip().splitlines() or [""])[0]
-        raise core.ConversionError(
+        raise weight_set.ConversionError(
             f"--input={input_path}: cannot read the checkpoint, it is "
             f"truncated or corrupt ({first})") from None
 
@@ -224,7 +224,7 @@ def convert_checkpoint(input_path, output_dir, source=None, target="albert_tf",
         target: one of `TARGETS`.
         config_file: optional config for a TF1 source (see `read_weights`).
         overwrite: replace an earlier conversion in `output_dir` (only
-            what it wrote: see `core.atomic_output_dir`).
+            what it wrote: see `weight_set.atomic_output_dir`).
 
     Returns:
         The `ConversionReport`.
@@ -235,13 +235,13 @@ def convert_checkpoint(input_path, output_dir, source=None, target="albert_tf",
             conversion wrote (with it); a write failed (names the file).
         data_prep.safe_io.OutputLockedError: another conversion writes
             `output_dir`.
-        albert_tf.convert.core.ConversionError: for missing, unexpected or
+        albert_tf.convert.weight_set.ConversionError: for missing, unexpected or
             misshaped tensors (nothing is written).
         albert_tf.convert.names.UnsupportedConfigError: for a config the
             target cannot express (e.g. a sharing ablation to `tf1`).
     """
     _check_format("target", target, TARGETS)
-    core.check_output_dir(output_dir, overwrite, input_path)
+    weight_set.check_output_dir(output_dir, overwrite, input_path)
     with _read_errors_named(input_path, output_dir):
         return _convert(input_path, output_dir, source, target, config_file,
                         overwrite)
@@ -251,7 +251,7 @@ def _convert(input_path, output_dir, source, target, config_file, overwrite):
     """`convert_checkpoint` after its checks."""
     source = source or detect_format(input_path)
     _check_format("source", source, FORMATS)
-    with core.atomic_output_dir(output_dir, overwrite=overwrite,
+    with weight_set.atomic_output_dir(output_dir, overwrite=overwrite,
                                 input_path=input_path) as tmp:
         if source == "albert_tf" and target == "albert_tf":
             # Any sharing mode: no canonical form needed.
@@ -259,7 +259,7 @@ def _convert(input_path, output_dir, source, target, config_file, overwrite):
             spm = os.path.join(input_path, checkpoint.SPM_NAME)
             checkpoint.save_model_dir(
                 model, tmp, spm if tf.io.gfile.exists(spm) else None)
-            report = core.ConversionReport(
+            report = weight_set.ConversionReport(
                 source=f"albert_tf model directory {input_path}",
                 mapped=[(v.path, v.path, tuple(v.shape), "copy")
                         for v in model.weights])

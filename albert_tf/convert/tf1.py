@@ -19,7 +19,7 @@ import re
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
-from albert_tf.convert import core
+from albert_tf.convert import weight_set
 from albert_tf.convert import names
 
 CONFIG_NAME = "albert_config.json"
@@ -131,11 +131,11 @@ def read(path, config=None):
             modules have none: pass it).
 
     Returns:
-        `core.Weights`.
+        `weight_set.Weights`.
 
     Raises:
         FileNotFoundError: for a missing checkpoint or config.
-        core.ConversionError: for a missing, unexpected or misshaped tensor.
+        weight_set.ConversionError: for a missing, unexpected or misshaped tensor.
     """
     prefix = find_checkpoint(path)
     directory = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
@@ -152,11 +152,11 @@ def read(path, config=None):
 
     reader = tf.train.load_checkpoint(prefix)
     shapes = reader.get_variable_to_shape_map()
-    report = core.ConversionReport(source=f"TF1 checkpoint {prefix}")
+    report = weight_set.ConversionReport(source=f"TF1 checkpoint {prefix}")
     hub = any(n.startswith(HUB_PREFIX) for n in shapes)
     if hub:
         report.notes.append("TF-Hub module: names carry the 'module/' prefix")
-    tensors = core.gather(shapes, reader.get_tensor,
+    tensors = weight_set.gather(shapes, reader.get_tensor,
                           rules(config, HUB_PREFIX if hub else ""), report,
                           skip=_skip)
     spm_model_file = find_spm_model(directory)
@@ -164,7 +164,7 @@ def read(path, config=None):
             os.path.dirname(prefix)) == "variables":
         spm_model_file = find_spm_model(os.path.dirname(os.path.dirname(prefix)))
     report.notes.append(f"SentencePiece model: {spm_model_file or 'none found'}")
-    return core.Weights(config, tensors, spm_model_file, report)
+    return weight_set.Weights(config, tensors, spm_model_file, report)
 
 
 def official_config_dict(config):
@@ -232,7 +232,7 @@ def write(weights, directory):
     """Writes canonical `Weights` as an official TF1 release directory.
 
     Args:
-        weights: `core.Weights` (a head it lacks is left out).
+        weights: `weight_set.Weights` (a head it lacks is left out).
         directory: an existing, empty directory.
 
     Returns:
@@ -241,7 +241,7 @@ def write(weights, directory):
     Raises:
         names.UnsupportedConfigError: for a config the official code cannot
             express.
-        core.ConversionError: if a tensor's shape does not match the config.
+        weight_set.ConversionError: if a tensor's shape does not match the config.
     """
     config_values = official_config_dict(weights.config)
     expected = names.official_shapes(weights.config)
@@ -251,7 +251,7 @@ def write(weights, directory):
             continue
         value = weights.tensors[name]
         if tuple(value.shape) != tuple(shape):
-            raise core.ConversionError(
+            raise weight_set.ConversionError(
                 f"Shape mismatch for {name!r}: the weights have "
                 f"{list(value.shape)}, the config expects {list(shape)}.")
         tensors[name] = value

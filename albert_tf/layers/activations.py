@@ -15,7 +15,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.config import ACTIVATION_NAMES
-from albert_tf.layers.gradients import join
+from albert_tf.layers.custom_gradient import with_gradient
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _CUBIC = 0.044715
@@ -44,7 +44,7 @@ def _gelu_tanh_gradient(args, outputs, dys):
 
 def gelu(x):
     """GELU, tanh approximation (the official ALBERT `gelu`)."""
-    return join("AlbertTanhGelu", lambda x: list(tanh_gelu_parts(x)),
+    return with_gradient("AlbertTanhGelu", lambda x: list(tanh_gelu_parts(x)),
                 _gelu_tanh_gradient, [tf.convert_to_tensor(x)])[0]
 
 

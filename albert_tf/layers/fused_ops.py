@@ -6,11 +6,11 @@ back: the backward of bias + GELU is about a dozen passes over the `[B*T, I]`
 activations, and bias + residual + LayerNorm another dozen over `[B*T, H]`.
 Here the forward and the backward of each formula are one XLA-compiled
 function each (a single fused loop, float32 arithmetic inside, inputs and
-outputs in the caller's dtype), joined by `gradients.join`. The values are
+outputs in the caller's dtype), joined by `custom_gradient.with_gradient`. The values are
 those of the plain formulas up to float32 rounding; bias gradients are summed
 in float32.
 
-When these kernels run is decided in one place, `albert_tf.layers.kernels`
+When these kernels run is decided in one place, `albert_tf.layers.fused_dispatch`
 (`use_fused`): the training step on a CPU outside XLA. XLA compiles a kernel
 for every new input shape, which a training run (fixed batch shapes) pays
 once and a serving signature fed many shapes would pay on every new one; and
@@ -32,7 +32,7 @@ import threading
 import tensorflow as tf
 
 from albert_tf.layers import activations
-from albert_tf.layers.gradients import join
+from albert_tf.layers.custom_gradient import with_gradient
 
 
 def _narrow(x, dtype):
@@ -83,7 +83,7 @@ def bias_gelu(x, bias):
     Returns:
         `[M, I]` in `x`'s dtype.
     """
-    return join("AlbertBiasGelu", lambda *args: [_bias_gelu_forward(*args)],
+    return with_gradient("AlbertBiasGelu", lambda *args: [_bias_gelu_forward(*args)],
                 _bias_gelu_gradient,
                 [tf.convert_to_tensor(x), tf.convert_to_tensor(bias)])[0]
 
@@ -172,7 +172,7 @@ def residual_layer_norm(h, residual, gamma, beta, epsilon, bias=None):
         return [_layer_norm_forward(h, bias, residual, gamma, beta, epsilon)]
 
     # The gradient's name carries its parameters: one registration each.
-    return join("AlbertResidualLayerNorm_%r_%s" % (epsilon, with_bias), forward,
+    return with_gradient("AlbertResidualLayerNorm_%r_%s" % (epsilon, with_bias), forward,
                 _residual_layer_norm_gradient(epsilon, with_bias), args)[0]
 
 
@@ -207,7 +207,7 @@ def masked_softmax(scores, penalty, scale=1.0):
         del args
         return _masked_softmax_backward(outputs[0], dys[0], scale), None
 
-    return join("AlbertMaskedSoftmax_%r" % scale,
+    return with_gradient("AlbertMaskedSoftmax_%r" % scale,
                 lambda s, p: [_masked_softmax_forward(s, p, scale)], gradient,
                 [tf.convert_to_tensor(scores), tf.convert_to_tensor(penalty)])[0]
 
@@ -227,7 +227,7 @@ def _fan_out(value, cast_value, count):
     by one fused float32 loop), never in half precision.
     """
 
-    return join("AlbertFanOut",
+    return with_gradient("AlbertFanOut",
                 lambda value, cast_value: [tf.identity(cast_value)] * count,
                 _fan_out_gradient, [value, cast_value])
 

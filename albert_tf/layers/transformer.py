@@ -14,7 +14,7 @@ import keras
 from keras import ops
 
 from albert_tf.layers import activations
-from albert_tf.layers import kernels
+from albert_tf.layers import fused_dispatch
 
 # Added to attention scores at padded key positions (official value).
 _MASK_PENALTY = -10000.0
@@ -95,7 +95,7 @@ class SelfAttentionSubBlock(keras.layers.Layer):
         bias = ops.concatenate(
             [ops.cast(layer.bias, dtype) for layer in layers], axis=-1)  # [kH]
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
-        out = kernels.project(ops.reshape(x, (-1, self.hidden_size)), layers,
+        out = fused_dispatch.project(ops.reshape(x, (-1, self.hidden_size)), layers,
                               dtype) + bias  # [B*T, kH]
         out = ops.reshape(out, (batch, length, len(layers), self.num_heads,
                                 self.head_size))
@@ -120,7 +120,7 @@ class SelfAttentionSubBlock(keras.layers.Layer):
         penalty = None
         if padding_mask is not None:
             penalty = (1.0 - ops.cast(padding_mask, "float32")) * _MASK_PENALTY  # [B, S]
-        probs = kernels.attention_probs(q, k, penalty, scale,
+        probs = fused_dispatch.attention_probs(q, k, penalty, scale,
                                         self.compute_dtype, training)
         probs = self.attention_dropout_layer(probs, training=training)
         context = ops.matmul(probs, v)  # [B, N, T, D]
@@ -128,9 +128,9 @@ class SelfAttentionSubBlock(keras.layers.Layer):
         context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)),
                               (batch, length, self.hidden_size))  # [B, T, H]
         flat = (-1, self.hidden_size)
-        h = kernels.project(ops.reshape(context, flat), (self.output_dense,),
+        h = fused_dispatch.project(ops.reshape(context, flat), (self.output_dense,),
                             self.compute_dtype)  # [B*T, H]
-        out = kernels.add_norm(self, h, self.output_dense.bias,
+        out = fused_dispatch.add_norm(self, h, self.output_dense.bias,
                                ops.reshape(x, flat), training)
         return ops.reshape(out, (batch, length, self.hidden_size))
 
@@ -202,11 +202,11 @@ class FeedForwardSubBlock(keras.layers.Layer):
         dtype = self.compute_dtype
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
         x = ops.reshape(x, (-1, self.hidden_size))  # [B*T, H]
-        h = kernels.project(x, (self.intermediate,), dtype)  # [B*T, I]
-        h = kernels.bias_activation(h, self.intermediate.bias, self.activation,
+        h = fused_dispatch.project(x, (self.intermediate,), dtype)  # [B*T, I]
+        h = fused_dispatch.bias_activation(h, self.intermediate.bias, self.activation,
                                     training)
-        h = kernels.project(h, (self.output_dense,), dtype)  # [B*T, H]
-        out = kernels.add_norm(self, h, self.output_dense.bias, x, training)
+        h = fused_dispatch.project(h, (self.output_dense,), dtype)  # [B*T, H]
+        out = fused_dispatch.add_norm(self, h, self.output_dense.bias, x, training)
         return ops.reshape(out, (batch, length, self.hidden_size))
 
     def compute_output_shape(self, x_shape):

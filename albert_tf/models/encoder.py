@@ -5,9 +5,9 @@ Shape legend: B batch, T sequence length, H hidden width.
 
 import keras
 
-from albert_tf.layers import kernels
+from albert_tf.layers import fused_dispatch
 from albert_tf.config import AlbertConfig
-from albert_tf.layers.embedding import AlbertEmbedding
+from albert_tf.layers.factorized_embedding import AlbertEmbedding
 from albert_tf.layers.transformer import FeedForwardSubBlock, SelfAttentionSubBlock
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
@@ -70,7 +70,7 @@ class AlbertEncoder(keras.Model):
     GPU and TPU it reads zeros. What this package feeds the encoder is valid
     by construction: the tokenizers and serving signatures make only ids of
     their vocabulary, and pretraining checks its records against
-    `vocab_size` before training (`albert_tf.training.records`).
+    `vocab_size` before training (`albert_tf.training.record_checks`).
 
     Outputs: a dict with `sequence_output` `[B, T, H]`, `pooled_output` `[B, H]`
     (tanh dense on the first token) and `encoder_outputs`, a list holding the
@@ -184,7 +184,7 @@ class AlbertEncoder(keras.Model):
                 uses.append(executed.count(key))
         # With the fused kernels, shared kernels are cast to the compute dtype
         # once, not at each use, and the uses' gradients summed in one pass.
-        with kernels.cast_once(dense_kernels, self.embedding.compute_dtype,
+        with fused_dispatch.cast_once(dense_kernels, self.embedding.compute_dtype,
                                uses, training):
             return _run_blocks(self.embedding, self.sub_blocks, self.block_keys,
                                inputs, training=training,

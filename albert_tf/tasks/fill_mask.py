@@ -1,7 +1,7 @@
 """Top predictions at the `[MASK]` markers of raw text, in the graph.
 
 One function serves the exported SavedModel's `fill_mask` signature
-(`export.saved_models`) and `AlbertMaskedLM.fill_mask`, so both answer with
+(`export.signatures`) and `AlbertMaskedLM.fill_mask`, so both answer with
 the same tokenization and the same numbers.
 
 Shape legend: B batch, T packed length, M the most masks of a row in the

@@ -28,7 +28,7 @@ from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import results as results_lib
 from albert_tf.tasks.options import FinetuneOptions  # pylint: disable=unused-import
 from albert_tf.training.options import DTYPES
-from albert_tf.training.task import TrainingTask
+from albert_tf.training.trainer_task import TrainingTask
 from albert_tf.training.trainer import Trainer
 
 

@@ -5,9 +5,9 @@ Keras way: build from an encoder, a pretrainer or a pretrained directory
 (the MLM head's weights come along), `compile()` with the paper's
 fine-tuning recipe by default, `fit()` / `evaluate()` on plain texts,
 `predict()` / `fill_mask()` on texts holding `[MASK]`, and export to the
-CLIs' TF Serving layout with `export.tasks.export_masked_lm`.
+CLIs' TF Serving layout with `export.finetuned_exports.export_masked_lm`.
 
-Masking is the project's one specification (`data_prep.masking`), applied
+Masking is the project's one specification (`data_prep.ngram_masking`), applied
 by the dynamic pretraining masker (`input_pipeline.mask_example`) to each
 tokenized text inside the `tf.data` pipeline that `fit` and `evaluate`
 build: whole words, n-grams of 1..3 words with p(n) ∝ 1/n, 15% of the
@@ -38,10 +38,10 @@ from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.tasks import fill_mask as fill_mask_lib
 from albert_tf.tasks import text_models
 from albert_tf.training import input_pipeline
-from data_prep import masking
+from data_prep import ngram_masking
 from data_prep import vocab
 
-_MASKING = masking.MaskingOptions()
+_MASKING = ngram_masking.MaskingOptions()
 # What `evaluate` mixes into each text's masking seed (`fit` mixes a draw).
 _EVALUATE_TAG = "evaluate"
 
@@ -133,7 +133,7 @@ class AlbertMaskedLM(text_models.TextModel):
             model = AlbertPretrainer(model.config, encoder=model,
                                      name="pretrainer")
         config = model.config
-        masking.MaskingOptions(masked_lm_prob, max_predictions_per_seq,
+        ngram_masking.MaskingOptions(masked_lm_prob, max_predictions_per_seq,
                                max_ngram, favor_shorter_ngram,
                                do_whole_word_mask).validate()
         if seq_length > config.max_position_embeddings:
@@ -153,7 +153,7 @@ class AlbertMaskedLM(text_models.TextModel):
                 f"vocab_size={config.vocab_size}")
         # Whole-word masking needs each id's "starts a word" bit, as the
         # record builder's `token_boundary`.
-        self._start_pieces = masking.start_piece_table(sp_model)
+        self._start_pieces = ngram_masking.start_piece_table(sp_model)
         self.max_predictions_per_seq = int(max_predictions_per_seq)
         self.seed = int(seed)
         self.masking = input_pipeline.DynamicMasking(

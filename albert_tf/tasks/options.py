@@ -6,17 +6,17 @@
 add each job's own. This module imports no TensorFlow, so a program reads
 its flags (and answers `--help`) before TensorFlow loads; the methods that
 need the library import it when called. The jobs themselves are in
-`albert_tf.tasks.runners`.
+`albert_tf.tasks.finetune_jobs`.
 """
 
 import dataclasses
 import os
 
-from data_prep.options import option
+from data_prep.flag_options import option
 
 from albert_tf.training.options import TrainingOptions, local_path
 
-# What an export's text-in model computes in (`export.precision_choice.
+# What an export's text-in model computes in (`export.serving_dtype_auto.
 # CHOICES`, which imports TensorFlow; tests check they agree).
 SERVING_DTYPES = ("float32", "bfloat16", "int8", "auto")
 SERVING_DTYPE_HELP = (

@@ -5,7 +5,7 @@ directory, `compile()` with the paper's fine-tuning recipe by default,
 `fit()` / `evaluate()` / `predict()` on strings (Python lists, tuples,
 arrays, tensors or `tf.data`; an empty list predicts an empty result),
 and export to the TF Serving layout of the CLIs with
-`export.tasks.export_text_classifier`. Inside it is the CLIs' own
+`export.finetuned_exports.export_text_classifier`. Inside it is the CLIs' own
 `AlbertClassifier` (ids in) behind an `AlbertTextPreprocessor`, so both
 routes train the same model on the same ids.
 

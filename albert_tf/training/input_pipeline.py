@@ -17,7 +17,7 @@ The data order is a pure function of `seed`, so a run resumed at step `s`
 Optional dynamic masking: records holding only `input_ids`, `segment_ids`,
 `token_boundary` and `next_sentence_labels` (padding is id 0) are masked
 afresh every epoch, inside tf.data, with the rules the static record builder
-uses, taken from `data_prep.masking`: whole words, n-grams of 1..`max_ngram`
+uses, taken from `data_prep.ngram_masking`: whole words, n-grams of 1..`max_ngram`
 words with p(n) ∝ 1/n, no overlaps, never across `[SEP]`, `min(P, max(1,
 round(len * masked_lm_prob)))` tokens, each 80% `[MASK]`, 10% kept, 10% a
 random id. The masks come from stateless random ops keyed per element, so
@@ -36,17 +36,17 @@ import functools
 import numpy as np
 import tensorflow as tf
 
-from data_prep import masking
+from data_prep import ngram_masking
 from data_prep import safe_io
 from data_prep import schema
 
-from albert_tf.training import records as records_lib
+from albert_tf.training import record_checks as records_lib
 
 # Record feature -> model input name.
 _RENAMES = {"input_ids": "input_word_ids", "segment_ids": "input_type_ids"}
 _UNMASKED_FEATURES = ("input_ids", "segment_ids", "token_boundary",
                       "next_sentence_labels")
-_MASKING_DEFAULTS = masking.MaskingOptions()
+_MASKING_DEFAULTS = ngram_masking.MaskingOptions()
 # The record shuffle's default buffer: `SHUFFLE_BATCHES` batches, at least
 # `MIN_SHUFFLE_BUFFER` records. The builder writes one global random order
 # and every shard is a random sample of the corpus, so the buffer only mixes
@@ -99,7 +99,7 @@ def expand_file_patterns(input_file, flag="--input_file"):
 
 @dataclasses.dataclass
 class DynamicMasking:
-    """Masking of records without masks (defaults from `data_prep.masking`).
+    """Masking of records without masks (defaults from `data_prep.ngram_masking`).
 
     Attributes:
         vocab_size: random replacements are drawn from `[0, vocab_size)`.
@@ -126,7 +126,7 @@ _Words = collections.namedtuple(
 
 
 def _find_words(ids, real, boundary, options):
-    """The words of one record, by `data_prep.masking`'s rules.
+    """The words of one record, by `data_prep.ngram_masking`'s rules.
 
     Returns:
         `_Words`: `maskable` and `word_id` (-1 off words) per token `[L]`;
@@ -135,7 +135,7 @@ def _find_words(ids, real, boundary, options):
         tokens `[L]`.
     """
     length = ids.shape[0]
-    never = tf.constant(masking.NEVER_MASKED_IDS, ids.dtype)
+    never = tf.constant(ngram_masking.NEVER_MASKED_IDS, ids.dtype)
     maskable = real & tf.logical_not(
         tf.reduce_any(tf.equal(ids[:, None], never[None, :]), axis=1))  # [L]
     after_barrier = tf.concat([[True], tf.logical_not(maskable[:-1])], 0)
@@ -165,7 +165,7 @@ def _find_words(ids, real, boundary, options):
 
 def _draw_ngram_sizes(words_left, options, seed):
     """n of each word `[L]`, from p(n) truncated to the words left."""
-    cdf = tf.constant(masking.ngram_cdf(options.max_ngram,
+    cdf = tf.constant(ngram_masking.ngram_cdf(options.max_ngram,
                                         options.favor_shorter_ngram),
                       tf.float32)  # [max_ngram, max(max_ngram - 1, 1)]
     available = tf.minimum(words_left, options.max_ngram)
@@ -210,7 +210,7 @@ def _choose_words(words, ngram_sizes, budget, seed):
 def mask_example(features, element_seed, max_predictions_per_seq, options):
     """Masks one unmasked example (int `[L]` features) in graph mode.
 
-    The rules and numbers are `data_prep.masking`'s, as the static builder's
+    The rules and numbers are `data_prep.ngram_masking`'s, as the static builder's
     (`data_prep.static_masking`); the randomness is stateless, keyed by
     `element_seed`.
 
@@ -238,7 +238,7 @@ def mask_example(features, element_seed, max_predictions_per_seq, options):
 
     boundary = tf.cast(features["token_boundary"], tf.int32) > 0
     words = _find_words(ids, real, boundary, options)
-    budget_table = tf.constant(masking.prediction_budget(
+    budget_table = tf.constant(ngram_masking.prediction_budget(
         np.arange(length + 1), options.masked_lm_prob,
         max_predictions_per_seq), tf.int32)  # [L + 1] by record length
     budget = tf.gather(budget_table, tf.reduce_sum(tf.cast(real, tf.int32)))
@@ -249,11 +249,11 @@ def mask_example(features, element_seed, max_predictions_per_seq, options):
     masked = words.maskable & tf.gather(
         covered_words, tf.maximum(words.word_id, 0))  # [L]
 
-    mask_below, keep_below = masking.replacement_thresholds()
+    mask_below, keep_below = ngram_masking.replacement_thresholds()
     draw = tf.random.stateless_uniform([length], stateless_seed(3))
     random_ids = tf.random.stateless_uniform(
         [length], stateless_seed(4), maxval=options.vocab_size, dtype=tf.int32)
-    replacement = tf.where(draw < mask_below, masking.MASK_ID,
+    replacement = tf.where(draw < mask_below, ngram_masking.MASK_ID,
                            tf.where(draw < keep_below, ids, random_ids))
     new_ids = tf.where(masked, replacement, ids)
 
@@ -355,7 +355,7 @@ def pretraining_dataset(input_files, batch_size, max_seq_length,
         cycle_length: files read in parallel.
         skip_corrupt_records: skip (and log) the rest of a file from a
             corrupted or truncated record instead of failing (see
-            `records.read_file`); a bad first record still fails first.
+            `record_checks.read_file`); a bad first record still fails first.
         vocab_size: the model's; first records holding larger ids fail.
         flag: the flag naming `input_files`, as the user typed it.
 
@@ -364,7 +364,7 @@ def pretraining_dataset(input_files, batch_size, max_seq_length,
 
     Raises:
         ValueError: no TFRecord file matches, or a file's first record does
-            not fit the run (`records.check_records`).
+            not fit the run (`record_checks.check_records`).
     """
     files = expand_file_patterns(input_files, flag)
     records_lib.check_records(files, max_seq_length, max_predictions_per_seq,

@@ -20,8 +20,8 @@ from typing import Optional
 
 from absl import logging
 
-from data_prep import options as options_lib
-from data_prep.options import option
+from data_prep import flag_options as options_lib
+from data_prep.flag_options import option
 
 from albert_tf.config import AlbertConfig, PRESETS
 
@@ -115,7 +115,7 @@ class TrainingOptions:
 
     def validate(self, num_replicas=1):
         """Checks every option before any work: each flag's range
-        (`options.check_values`), then the options that must agree.
+        (`flag_options.check_values`), then the options that must agree.
 
         Raises:
             ValueError: naming the first bad option as the user types it
@@ -128,8 +128,8 @@ class TrainingOptions:
         if self.dtype not in tuple(DTYPES) + ("auto",):
             raise ValueError(f"--dtype must be one of {sorted(DTYPES)} or "
                              f"auto. Received: {self.dtype!r}")
-        from albert_tf.training import compile_choice  # pylint: disable=import-outside-toplevel
-        compile_choice.parse(self.jit_compile)
+        from albert_tf.training import xla_autotune  # pylint: disable=import-outside-toplevel
+        xla_autotune.parse(self.jit_compile)
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"--optimizer must be one of {OPTIMIZERS}. "
                              f"Received: {self.optimizer!r}")

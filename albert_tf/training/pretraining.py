@@ -22,11 +22,11 @@ from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import input_pipeline
 from albert_tf.training import losses
-from albert_tf.training import records as records_lib
+from albert_tf.training import record_checks as records_lib
 from albert_tf.training import results as results_lib
 from albert_tf.training.options import PretrainingOptions
 from albert_tf.training.options import TrainingDivergedError
-from albert_tf.training.task import TrainingTask
+from albert_tf.training.trainer_task import TrainingTask
 from albert_tf.training.trainer import Trainer
 
 # Names other code reads these by (the one results format).

@@ -35,7 +35,7 @@ import tensorflow as tf
 
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.training import checkpoint as checkpoint_lib
-from albert_tf.training import compile_choice
+from albert_tf.training import xla_autotune
 from albert_tf.training import distribute
 from albert_tf.training import evaluation
 from albert_tf.training import hardware
@@ -209,9 +209,9 @@ class Trainer(evaluation.Evaluation):
         choice is made in `train`)."""
         if self._functions is None:
             self._build()
-        jit = compile_choice.parse(self.options.jit_compile)
+        jit = xla_autotune.parse(self.options.jit_compile)
         if jit is None:
-            jit = compile_choice.device_rule(self.strategy)
+            jit = xla_autotune.device_rule(self.strategy)
         return (self._train_loop(jit),) + self._functions
 
     # === Checkpoints ===
@@ -459,7 +459,7 @@ class Trainer(evaluation.Evaluation):
             return {"step": start, "preempted": False, "timed_out": False,
                     "history": []}
         self._log_memory_estimate()
-        jit, chooser = compile_choice.start(options, self.strategy, start,
+        jit, chooser = xla_autotune.start(options, self.strategy, start,
                                             self.dtype)
         iterator = self._train_iterator(start)
         writer = self._train_writer()
@@ -486,7 +486,7 @@ class Trainer(evaluation.Evaluation):
                 if chooser is not None:
                     chooser.record(jit, seconds, step - previous)
                     if chooser.done:
-                        jit = compile_choice.finish(options, self.strategy,
+                        jit = xla_autotune.finish(options, self.strategy,
                                                     chooser, self.dtype,
                                                     self.is_chief)
                         chooser = None

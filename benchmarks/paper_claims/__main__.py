@@ -13,8 +13,8 @@ from typing import Optional
 
 from absl import logging
 
-from data_prep import options as options_lib
-from data_prep.options import option
+from data_prep import flag_options as options_lib
+from data_prep.flag_options import option
 
 from benchmarks.paper_claims import job
 
@@ -56,7 +56,7 @@ def run_and_print(options):
 
 def main(argv=None):
     logging.set_verbosity(logging.INFO)
-    options_lib.run(PaperClaimsOptions, run_and_print, argv, doc=__doc__)
+    options_lib.run_program(PaperClaimsOptions, run_and_print, argv, doc=__doc__)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import pretraining
 from albert_tf.training.trainer import Trainer
 
-from benchmarks.paper_claims import peer
+from benchmarks.paper_claims import keras_hub_parity
 
 SUMMARY = "summary.json"
 MODELS = ("albert_tf", "keras_hub")
@@ -96,8 +96,8 @@ def parameter_counts(config, model="albert_tf"):
     """Exact counts: `encoder` (the paper's figure) and `total` (with the MLM
     and SOP heads)."""
     if model == "keras_hub":
-        built = peer.peer_pretrainer(config)
-        backbone = built.get_layer(peer.BACKBONE_NAME)
+        built = keras_hub_parity.peer_pretrainer(config)
+        backbone = built.get_layer(keras_hub_parity.BACKBONE_NAME)
         return {"encoder": int(backbone.count_params()),
                 "total": int(built.count_params())}
     return {"encoder": int(AlbertEncoder(config).count_params()),
@@ -129,7 +129,7 @@ def pretraining_options(config, recipe, data, spec, output_dir,
 def task_for(spec, options):
     """The `PretrainingTask` that trains the run's model."""
     if spec.model == "keras_hub":
-        return peer.PeerPretrainingTask(options)
+        return keras_hub_parity.PeerPretrainingTask(options)
     return pretraining.PretrainingTask(options)
 
 

@@ -20,9 +20,9 @@ parity study's repeated runs of the base model measure.
 import dataclasses
 import time
 
-from albert_apps.quickstart import transfer
+from albert_apps.quickstart import stages_downstream
 
-from benchmarks.paper_claims import peer
+from benchmarks.paper_claims import keras_hub_parity
 from benchmarks.paper_claims import runs
 from benchmarks.paper_claims import verdicts
 
@@ -49,7 +49,7 @@ class Plan:
     factor_shares: tuple = ("all", "none")
     sharing_modes: tuple = ("all", "attention", "ffn", "none")
     seeds: int = 3
-    finetune_steps: int = transfer.FINETUNE_STEPS
+    finetune_steps: int = stages_downstream.FINETUNE_STEPS
 
 
 def make_plan(base_config, quick=False, seeds=0):
@@ -188,16 +188,16 @@ def study_parity(runner, plan, batch):
     losses = {model: [s["final"]["masked_lm_loss"] for s in summaries]
               for model, summaries in table.items()}
     config = runs.model_config(runner.base_config, runs.RunSpec(size))
-    ours, theirs = AlbertPretrainer(config), peer.peer_pretrainer(config)
-    peer.copy_weights(ours, theirs)
+    ours, theirs = AlbertPretrainer(config), keras_hub_parity.peer_pretrainer(config)
+    keras_hub_parity.copy_weights(ours, theirs)
     return {
         "embedding_size": size,
         "parameters": {m: table[m][0]["parameters"] for m in table},
         "runs": {m: [_row(s, seed=seed) for seed, s in enumerate(table[m])]
                  for m in table},
         "test": verdicts.parity(losses["albert_tf"], losses["keras_hub"]),
-        "same_weights": peer.output_difference(ours, theirs, batch),
-        "same_weights_epsilon_matched": peer.output_difference(
+        "same_weights": keras_hub_parity.output_difference(ours, theirs, batch),
+        "same_weights_epsilon_matched": keras_hub_parity.output_difference(
             ours, theirs, batch, head_epsilon=config.layer_norm_epsilon),
     }
 

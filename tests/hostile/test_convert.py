@@ -76,7 +76,7 @@ def test_overwrite_replaces_an_earlier_conversion_but_not_files_added_to_it(
         tmp_path, model_dir):
     """An earlier conversion is replaced whole by `--overwrite`; once the
     user has added a file to it, it is refused, naming that file."""
-    from albert_tf.convert import core
+    from albert_tf.convert import weight_set
 
     out = tmp_path / "out"
     _convert(model_dir, out)
@@ -89,7 +89,7 @@ def test_overwrite_replaces_an_earlier_conversion_but_not_files_added_to_it(
     _convert(model_dir, out, target="tf1", overwrite=True)
     assert "albert_config.json" in _entries(out)
     assert "model.safetensors" not in _entries(out)
-    assert core.MANIFEST_NAME in _entries(out)
+    assert weight_set.MANIFEST_NAME in _entries(out)
     assert _entries(tmp_path) == ["out"]  # no lock, partial or old folder
 
 
@@ -126,13 +126,13 @@ def test_outputs_get_the_users_umask(tmp_path, model_dir, umask, file_mode,
 
 def test_second_conversion_into_a_locked_output_fails_at_once(tmp_path,
                                                               model_dir):
-    from albert_tf.convert import core
+    from albert_tf.convert import weight_set
     from data_prep import safe_io
 
     out = tmp_path / "out"
     _convert(model_dir, out)
     snapshot = common.Snapshot(tmp_path)
-    with safe_io.OutputLock(out, core.PROGRAM, flag="--output_dir",
+    with safe_io.OutputLock(out, weight_set.PROGRAM, flag="--output_dir",
                             kind="file"):
         with pytest.raises(safe_io.OutputLockedError,
                            match="--output_dir=.*out is in use.*process %d"

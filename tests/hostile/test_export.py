@@ -174,7 +174,7 @@ def test_model_name_or_version_leaving_the_export_folder_is_refused(
     """`--model_name=../x` wrote the export next to `--export_dir`; a name
     that is not one folder name (or a version below 1) is one line, before
     TensorFlow is imported or anything written."""
-    from data_prep import options as options_lib
+    from data_prep import flag_options as options_lib
     from export import export_saved_model
     from export.options import ExportOptions
 

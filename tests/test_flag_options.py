@@ -1,4 +1,4 @@
-"""Options dataclasses and the flags they define (`data_prep.options`)."""
+"""Options dataclasses and the flags they define (`data_prep.flag_options`)."""
 
 import dataclasses
 import importlib
@@ -9,10 +9,10 @@ import sys
 from absl import app, flags
 import pytest
 
-from data_prep import options as options_lib
-from data_prep.options import option
+from data_prep import flag_options as options_lib
+from data_prep.flag_options import option
 
-from albert_tf.tasks import runners
+from albert_tf.tasks import finetune_jobs
 from albert_tf.training.pretraining import PretrainingOptions
 
 # Every program of the project (their flags are defined only when run).
@@ -74,8 +74,8 @@ def test_positional_arguments_are_refused():
 def test_jobs_share_the_common_flags_with_their_own_defaults():
     """One definition of the shared options; each job keeps the official
     names and defaults."""
-    pre, cls = PretrainingOptions(), runners.ClassifierOptions()
-    squad, race = runners.SquadOptions(), runners.RaceOptions()
+    pre, cls = PretrainingOptions(), finetune_jobs.ClassifierOptions()
+    squad, race = finetune_jobs.SquadOptions(), finetune_jobs.RaceOptions()
     assert (pre.train_batch_size, pre.learning_rate, pre.optimizer) == (
         4096, 0.00176, "lamb")
     assert (cls.train_batch_size, cls.learning_rate, cls.optimizer) == (
@@ -85,12 +85,12 @@ def test_jobs_share_the_common_flags_with_their_own_defaults():
     assert (pre.num_steps, pre.num_warmup) == (125000, 3125)
     assert (cls.num_steps, cls.num_warmup) == (1000, 200)
     common = {f.name for f, _ in options_lib.flag_fields(
-        runners.finetune.FinetuneOptions)}
-    for cls_ in (runners.ClassifierOptions, runners.SquadOptions,
-                 runners.RaceOptions):
+        finetune_jobs.finetune.FinetuneOptions)}
+    for cls_ in (finetune_jobs.ClassifierOptions, finetune_jobs.SquadOptions,
+                 finetune_jobs.RaceOptions):
         assert common <= {f.name for f, _ in options_lib.flag_fields(cls_)}
     assert "export_dir" not in {f.name for f, _ in
-                                options_lib.flag_fields(runners.RaceOptions)}
+                                options_lib.flag_fields(finetune_jobs.RaceOptions)}
 
 
 def test_every_program_imports_in_one_process_defining_no_flags():
@@ -147,19 +147,6 @@ def test_the_flag_choices_are_the_library_values():
     assert optimization.OPTIMIZERS is training_options.OPTIMIZERS
 
 
-@pytest.mark.parametrize("old,new", [
-    ("albert_tf.run_classifier", "albert_apps.run_classifier"),
-    ("albert_tf.run_squad", "albert_apps.run_squad"),
-    ("albert_tf.quickstart", "albert_apps.quickstart"),
-])
-def test_a_moved_program_says_where_it_went(old, new):
-    done = subprocess.run([sys.executable, "-m", old, "--help"],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1
-    assert f"python -m {new}" in done.stderr
-    assert done.stdout == ""
-
-
 @pytest.mark.parametrize("argv, code, line", [
     (["--rate=nan"], 1, "prog: error: --rate must be a finite number > 0. "
                         "Received: nan"),
@@ -173,8 +160,8 @@ def test_a_program_ends_with_one_line(tmp_path, argv, code, line):
     script = tmp_path / "prog.py"
     script.write_text(
         "import dataclasses\n"
-        "from data_prep import options as options_lib\n"
-        "from data_prep.options import option\n"
+        "from data_prep import flag_options as options_lib\n"
+        "from data_prep.flag_options import option\n"
         "@dataclasses.dataclass\n"
         "class Options:\n"
         "    rate: float = option(0.5, 'A rate.', above=0)\n"
@@ -184,7 +171,7 @@ def test_a_program_ends_with_one_line(tmp_path, argv, code, line):
         "    if options.interrupt:\n"
         "        raise KeyboardInterrupt\n"
         "    print('worked')\n"
-        "options_lib.run(Options, main, tensorflow=False)\n")
+        "options_lib.run_program(Options, main, tensorflow=False)\n")
     done = subprocess.run([sys.executable, str(script), *argv],
                           capture_output=True, text=True, timeout=60,
                           env=_environment())

@@ -1,4 +1,4 @@
-"""`gradients.join`: the custom gradient reaches every way of
+"""`custom_gradient.with_gradient`: the custom gradient reaches every way of
 differentiating, a SavedModel, and lets go of the traced graph."""
 
 import gc
@@ -11,13 +11,13 @@ import weakref
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.layers import gradients
+from albert_tf.layers import custom_gradient
 
 
 def _square(x):
     """x**2 whose gradient is deliberately 3 * x * dy (autodiff gives 2x):
     a gradient of 3x shows the custom one was used."""
-    return gradients.join("TestSquareTimesThree", lambda x: [x * x],
+    return custom_gradient.with_gradient("TestSquareTimesThree", lambda x: [x * x],
                           lambda args, outputs, dys: [3.0 * args[0] * dys[0]],
                           [x])[0]
 

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from albert_tf.layers import preprocessing
 from data_prep import text as text_lib
-from export import exporter
+from export import pretrained_export
 from export import layout
 
 TEXTS = ["The cat sat on the mat.", "Kato rimen sa lo, pre di!",
@@ -279,8 +279,8 @@ def test_preprocessor_and_encoder_pair(exported_albert, loaded_serving_model):
 def test_layout_assets_and_never_overwrite(exported_albert):
     serving = exported_albert.paths["serving"]
     assets = sorted(os.listdir(os.path.join(serving, "assets")))
-    assert assets == [exporter.CONFIG_ASSET, exporter.SPM_ASSET]
-    with open(os.path.join(serving, "assets", exporter.SPM_ASSET), "rb") as f:
+    assert assets == [pretrained_export.CONFIG_ASSET, pretrained_export.SPM_ASSET]
+    with open(os.path.join(serving, "assets", pretrained_export.SPM_ASSET), "rb") as f:
         assert f.read() == exported_albert.sp_model.serialized_model_proto()
     assert not [name for name in os.listdir(exported_albert.export_dir)
                 if name.startswith(".staging")]
@@ -289,14 +289,14 @@ def test_layout_assets_and_never_overwrite(exported_albert):
         assert tf.saved_model.contains_saved_model(path)
     assert os.path.isfile(exported_albert.paths["keras"])
     with pytest.raises(layout.VersionExistsError, match="already exists"):
-        exporter.export_from_checkpoint(
+        pretrained_export.export_from_checkpoint(
             exported_albert.model_dir,
             os.path.join(exported_albert.model_dir, "albert_config.json"),
             os.path.join(exported_albert.model_dir, "spm.model"),
             exported_albert.export_dir, version=1,
             max_seq_length=exported_albert.max_seq_length)
     with pytest.raises(ValueError, match="max_position_embeddings"):
-        exporter.export_pretrainer(
+        pretrained_export.export_pretrainer(
             exported_albert.pretrainer,
             exported_albert.sp_model.serialized_model_proto(),
             exported_albert.export_dir, max_seq_length=1000)
@@ -351,7 +351,7 @@ def fixed_serving_model(exported_albert, tmp_path_factory):
     """The same pretrainer exported with `serving_shape="fixed"`, loaded."""
     import tensorflow_text  # noqa: F401
 
-    paths = exporter.export_pretrainer(
+    paths = pretrained_export.export_pretrainer(
         exported_albert.pretrainer,
         exported_albert.sp_model.serialized_model_proto(),
         str(tmp_path_factory.mktemp("fixed")),
@@ -454,7 +454,7 @@ def test_text_b_is_optional_through_every_entry_point(exported_albert,
         for key in single:
             np.testing.assert_allclose(single[key], other[key], atol=1e-6)
     with pytest.raises(ValueError, match="serving_shape must be one of"):
-        exporter.export_pretrainer(
+        pretrained_export.export_pretrainer(
             exported_albert.pretrainer,
             exported_albert.sp_model.serialized_model_proto(),
             exported_albert.export_dir, max_seq_length=16,
@@ -468,15 +468,15 @@ def _strings(values):
 def _parse_export_flags(*extra):
     from absl import flags
 
-    from data_prep import options as options_lib
+    from data_prep import flag_options as options_lib
 
     flag_values = flags.FlagValues()
-    options_lib.define_flags(exporter.ExportOptions, flag_values,
+    options_lib.define_flags(pretrained_export.ExportOptions, flag_values,
                              module_name="export_saved_model")
     flag_values(["export_saved_model", "--checkpoint=c",
                  "--albert_config_file=a", "--spm_model_file=s",
                  "--export_dir=e", *extra])
-    return options_lib.from_flags(exporter.ExportOptions, flag_values)
+    return options_lib.from_flags(pretrained_export.ExportOptions, flag_values)
 
 
 def test_serving_shape_flag_takes_dynamic_or_fixed():
@@ -493,9 +493,9 @@ def test_serving_dtype_flag_takes_the_precisions_and_auto():
     from absl import flags
 
     from export import options
-    from export import precision_choice
+    from export import serving_dtype_auto
 
-    assert options.SERVING_DTYPES == precision_choice.CHOICES
+    assert options.SERVING_DTYPES == serving_dtype_auto.CHOICES
     assert _parse_export_flags().serving_dtype == "float32"
     for value in options.SERVING_DTYPES:
         assert _parse_export_flags(
@@ -518,11 +518,11 @@ def _assert_cosines_above(threshold):
 def test_reduced_precision_export_agrees_with_float32(
         exported_albert, reduced_precision_exports, loaded_serving_model,
         serving_dtype):
-    from export import precision_choice
+    from export import serving_dtype_auto
     from export import serving_compat
 
     path = reduced_precision_exports[serving_dtype]
-    record = precision_choice.read(path)
+    record = serving_dtype_auto.read(path)
     assert record["serving_dtype"] == serving_dtype
     assert record["how"] == "requested"
     ops = serving_compat.read_record(path)
@@ -563,10 +563,10 @@ def test_int8_export_serves_every_edge_case_in_a_fresh_process(
 
 
 def test_length_groups_merge_where_a_call_costs_more_than_the_padding():
-    from export import saved_models
+    from export import signatures
 
     def merged(widths, counts, cost):
-        run_widths, run_counts = tf.function(saved_models.merge_groups)(
+        run_widths, run_counts = tf.function(signatures.merge_groups)(
             tf.constant(widths), tf.constant(counts), cost)
         return run_widths.numpy().tolist(), run_counts.numpy().tolist()
 

@@ -1,4 +1,4 @@
-"""Tests for albert_tf.training.records: file checks, shape checks, bad records."""
+"""Tests for albert_tf.training.record_checks: file checks, shape checks, bad records."""
 
 import json
 import logging
@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from albert_tf import AlbertConfig
 from albert_tf.training import input_pipeline
-from albert_tf.training import records
+from albert_tf.training import record_checks
 from data_prep import schema
 from data_prep import tfrecord
 
@@ -65,7 +65,7 @@ def test_files_that_are_not_tfrecords_are_skipped_by_name(tmp_path, caplog):
         % (tmp_path / "notes.txt", tmp_path / "train.stats.json")]
     with pytest.raises(ValueError, match=r"None of the input files is a "
                        r"TFRecord file: .*notes.txt$"):
-        records.tfrecord_files([str(tmp_path / "notes.txt")])
+        record_checks.tfrecord_files([str(tmp_path / "notes.txt")])
     assert good in files
 
 
@@ -75,22 +75,22 @@ def test_check_records_names_the_file_and_the_flag(tmp_path):
     long = _write(tmp_path / "l32.tfrecord", _serialized(2, seq=32))
     unmasked = _write(tmp_path / "unmasked.tfrecord",
                       _serialized(2, masked=False))
-    records.check_records([good], L, P)
+    record_checks.check_records([good], L, P)
     with pytest.raises(ValueError) as error:
-        records.check_records([good, short], L, P)
+        record_checks.check_records([good, short], L, P)
     assert str(error.value) == (f"records in {short} have "
                                 f"max_predictions_per_seq=10, flags say {P}")
     with pytest.raises(ValueError) as error:
-        records.check_records([long], L, P)
+        record_checks.check_records([long], L, P)
     assert str(error.value) == (f"records in {long} have max_seq_length=32, "
                                 f"flags say {L}")
     with pytest.raises(ValueError, match="have no input_mask, masked_lm_posit"
                        ".*records without masks need dynamic masking"):
-        records.check_records([unmasked], L, P)
+        record_checks.check_records([unmasked], L, P)
     # Dynamic masking reads the unmasked features only (and makes P itself).
-    records.check_records([unmasked, short], L, 7, dynamic_masking=True)
+    record_checks.check_records([unmasked, short], L, 7, dynamic_masking=True)
     with pytest.raises(ValueError, match="max_seq_length=16, flags say 8"):
-        records.check_records([unmasked], 8, P, dynamic_masking=True)
+        record_checks.check_records([unmasked], 8, P, dynamic_masking=True)
 
 
 def test_check_records_bad_first_records_and_empty_files(tmp_path, caplog):
@@ -111,12 +111,12 @@ def test_check_records_bad_first_records_and_empty_files(tmp_path, caplog):
             (not_example, f"records in {not_example} are not tf.train."
                           "Example protos")):
         with pytest.raises(ValueError) as error:
-            records.check_records([str(path)], L, P)
+            record_checks.check_records([str(path)], L, P)
         assert str(error.value).startswith(message), error.value
     with pytest.raises(ValueError, match="every input file is empty"):
-        records.check_records([str(empty)], L, P)
+        record_checks.check_records([str(empty)], L, P)
     caplog.set_level(logging.WARNING, logger="absl")
-    records.check_records([good, str(empty)], L, P)
+    record_checks.check_records([good, str(empty)], L, P)
     assert "1 of 2 input files hold no records." in caplog.text
 
 

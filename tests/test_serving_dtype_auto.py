@@ -1,5 +1,5 @@
 """An export's serving precision and `serving_dtype="auto"`
-(`export.precision_choice`)."""
+(`export.serving_dtype_auto`)."""
 
 import time
 
@@ -9,11 +9,11 @@ import tensorflow as tf
 
 from albert_tf import AlbertConfig, AlbertPretrainer
 from albert_tf.layers import preprocessing
-from export import precision_choice
+from export import serving_dtype_auto
 
 
 def test_sample_inputs_are_packed_pseudo_texts(spm_model):
-    inputs = precision_choice.sample_inputs(spm_model, seq_length=24,
+    inputs = serving_dtype_auto.sample_inputs(spm_model, seq_length=24,
                                             rows=6, masks=3)
     ids, mask = inputs["input_word_ids"], inputs["input_mask"]
     assert ids.shape == mask.shape == inputs["input_type_ids"].shape == (6, 24)
@@ -31,7 +31,7 @@ def test_sample_inputs_are_packed_pseudo_texts(spm_model):
         assert 0 < positions.min() and positions.max() < length - 1
         inside = set(ids[row, 1:length - 1]) - {preprocessing.MASK_ID}
         assert not inside & specials
-    again = precision_choice.sample_inputs(spm_model, 24, rows=6, masks=3)
+    again = serving_dtype_auto.sample_inputs(spm_model, 24, rows=6, masks=3)
     np.testing.assert_array_equal(again["input_word_ids"], ids)
 
 
@@ -40,24 +40,24 @@ def test_agreement_measures_and_tolerances():
     pooled = rng.normal(size=(4, 8))
     logits = rng.normal(size=(4, 3, 10))
     reference = {"pooled_output": pooled, "mlm_logits": logits}
-    same = precision_choice.agreement(reference, reference)
+    same = serving_dtype_auto.agreement(reference, reference)
     assert same == pytest.approx({"pooled_cosine": 1.0, "top1_agreement": 1.0})
-    assert precision_choice.failures(same) == []
+    assert serving_dtype_auto.failures(same) == []
     flipped = logits.copy()
     flipped[0, 0] = -flipped[0, 0]  # one of 12 predictions changes
-    noisy = precision_choice.agreement(
+    noisy = serving_dtype_auto.agreement(
         reference, {"pooled_output": -pooled, "mlm_logits": flipped})
     assert noisy["top1_agreement"] == pytest.approx(11 / 12)
     assert noisy["pooled_cosine"] == pytest.approx(-1.0)
-    assert precision_choice.failures(noisy) == [
+    assert serving_dtype_auto.failures(noisy) == [
         "pooled_cosine -1.0000 < 0.99", "top1_agreement 0.9167 < 0.97"]
     classes = {"logits": rng.normal(size=(200, 2))}
     one_flip = {"logits": classes["logits"].copy()}
     one_flip["logits"][0] = one_flip["logits"][0, ::-1]
-    labels = precision_choice.agreement(classes, one_flip)
+    labels = serving_dtype_auto.agreement(classes, one_flip)
     assert labels == {"label_agreement": pytest.approx(199 / 200)}
-    assert precision_choice.failures(labels) == []  # 99.5% is within 0.5
-    score = precision_choice.agreement({"logits": rng.normal(size=(5, 1))},
+    assert serving_dtype_auto.failures(labels) == []  # 99.5% is within 0.5
+    score = serving_dtype_auto.agreement({"logits": rng.normal(size=(5, 1))},
                                        {"logits": rng.normal(size=(5, 1))})
     assert set(score) == {"score_cosine"}
 
@@ -79,7 +79,7 @@ def test_auto_keeps_the_fastest_candidate_that_agrees():
     # bfloat16 agrees but is slower than float32; int8 is fastest but off.
     runs = {"float32": _fake_run(0.01, 0.0), "bfloat16": _fake_run(0.04, 0.01),
             "int8": _fake_run(0.0, 1.0)}
-    record = precision_choice.choose(runs.get, inputs, repeats=3)
+    record = serving_dtype_auto.choose(runs.get, inputs, repeats=3)
     assert record["serving_dtype"] == "float32"
     assert record["how"] == "auto"
     candidates = record["candidates"]
@@ -88,9 +88,9 @@ def test_auto_keeps_the_fastest_candidate_that_agrees():
     assert candidates["bfloat16"]["relative_latency"] > 2
     assert set(candidates["int8"]["latency_ms"]) == {"batch_1", "batch_8"}
     runs["int8"] = _fake_run(0.0, 0.0)
-    assert precision_choice.choose(runs.get, inputs, repeats=3)[
+    assert serving_dtype_auto.choose(runs.get, inputs, repeats=3)[
         "serving_dtype"] == "int8"
-    text = precision_choice.describe(record)
+    text = serving_dtype_auto.describe(record)
     assert text.startswith("serving_dtype=auto chose float32.")
     assert "int8: batch 1" in text and "pooled_cosine" in text
 
@@ -103,7 +103,7 @@ def test_auto_on_a_pretrainer_measures_every_precision(spm_model, tmp_path):
     for weight in model.weights:
         weight.assign(rng.normal(scale=0.1, size=weight.shape).astype("float32"))
     proto = spm_model.serialized_model_proto()
-    record, served = precision_choice.serving_model(model, "auto", proto, 16)
+    record, served = serving_dtype_auto.serving_model(model, "auto", proto, 16)
     assert set(record["candidates"]) == {"float32", "bfloat16", "int8"}
     for result in record["candidates"].values():
         assert set(result["agreement"]) == {"pooled_cosine", "top1_agreement"}
@@ -111,18 +111,18 @@ def test_auto_on_a_pretrainer_measures_every_precision(spm_model, tmp_path):
     chosen = record["serving_dtype"]
     assert not record["candidates"][chosen]["failures"]
     assert served is model if chosen == "float32" else served is not model
-    assert record["sample"] == {"rows": precision_choice.SAMPLE_ROWS,
+    assert record["sample"] == {"rows": serving_dtype_auto.SAMPLE_ROWS,
                                 "seq_length": 16}
-    precision_choice.write(record, str(tmp_path))
-    assert precision_choice.read(str(tmp_path)) == record
-    assert precision_choice.read(str(tmp_path / "none")) is None
+    serving_dtype_auto.write(record, str(tmp_path))
+    assert serving_dtype_auto.read(str(tmp_path)) == record
+    assert serving_dtype_auto.read(str(tmp_path / "none")) is None
 
 
 def test_requested_precision_is_recorded_without_timing():
     def never(dtype):
         raise AssertionError("nothing is timed for an explicit dtype")
 
-    record = precision_choice.resolve("int8", never, sample=None)
+    record = serving_dtype_auto.resolve("int8", never, sample=None)
     assert record["serving_dtype"] == "int8" and record["how"] == "requested"
     with pytest.raises(ValueError, match="Received: serving_dtype='int4'"):
-        precision_choice.resolve("int4", never, sample=None)
+        serving_dtype_auto.resolve("int4", never, sample=None)

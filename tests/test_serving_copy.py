@@ -1,4 +1,4 @@
-"""Serving copies in bfloat16 and int8 (`albert_tf.models.precision`)."""
+"""Serving copies in bfloat16 and int8 (`albert_tf.models.serving_copy`)."""
 
 import gc
 
@@ -8,8 +8,8 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertConfig, AlbertPretrainer
-from albert_tf.layers import kernels
-from albert_tf.models import precision
+from albert_tf.layers import fused_dispatch
+from albert_tf.models import serving_copy
 from albert_tf.models.task_models import AlbertClassifier, AlbertSpanExtractor
 
 
@@ -57,9 +57,9 @@ def pretrainer():
 
 def test_float32_is_the_model_itself_and_other_precisions_copy(pretrainer):
     before = [w.numpy().copy() for w in pretrainer.weights]
-    assert precision.serving_copy(pretrainer, "float32") is pretrainer
-    bf16 = precision.serving_copy(pretrainer, "bfloat16")
-    int8 = precision.serving_copy(pretrainer, "int8")
+    assert serving_copy.serving_copy(pretrainer, "float32") is pretrainer
+    bf16 = serving_copy.serving_copy(pretrainer, "bfloat16")
+    int8 = serving_copy.serving_copy(pretrainer, "int8")
     # The model is not changed; the copies hold their own variables.
     for weight, value in zip(pretrainer.weights, before):
         np.testing.assert_array_equal(weight.numpy(), value)
@@ -67,7 +67,7 @@ def test_float32_is_the_model_itself_and_other_precisions_copy(pretrainer):
     assert {w.dtype for w in bf16.weights} == {"bfloat16"}
     assert bf16.encoder.embedding.compute_dtype == "bfloat16"
     quantized = [layer for layer in int8._flatten_layers()
-                 if kernels.is_int8(layer)]
+                 if fused_dispatch.is_int8(layer)]
     # Q, K, V, attention output, FFN in and out, embedding projection,
     # pooler and the MLM transform: every Dense of the model.
     assert {layer.name for layer in quantized} == {
@@ -86,8 +86,8 @@ def test_quantizing_runs_no_garbage_collection(pretrainer, monkeypatch):
         return 0
 
     monkeypatch.setattr("gc.collect", collect)
-    int8 = precision.serving_copy(pretrainer, "int8")
-    assert any(kernels.is_int8(layer) for layer in int8._flatten_layers())
+    int8 = serving_copy.serving_copy(pretrainer, "int8")
+    assert any(fused_dispatch.is_int8(layer) for layer in int8._flatten_layers())
     assert not calls
     assert gc.collect is collect
 
@@ -96,9 +96,9 @@ def test_quantizing_runs_no_garbage_collection(pretrainer, monkeypatch):
 def test_copies_agree_with_float32(pretrainer, serving_dtype):
     inputs = _inputs(pretrainer.config)
     reference = pretrainer(inputs)
-    copy = precision.serving_copy(pretrainer, serving_dtype)
+    copy = serving_copy.serving_copy(pretrainer, serving_dtype)
     run = tf.function(lambda x: copy(x, training=False),
-                      jit_compile=precision.needs_xla(serving_dtype))
+                      jit_compile=serving_copy.needs_xla(serving_dtype))
     outputs = run(inputs)
     cosines = _cosines(reference["pooled_output"],
                        tf.cast(outputs["pooled_output"], tf.float32))
@@ -117,7 +117,7 @@ def test_mixed_bfloat16_model_serves_in_float32():
     config = _config()
     model = AlbertPretrainer(config, dtype="mixed_bfloat16")
     model(_inputs(config))
-    copy = precision.serving_copy(model, "float32")
+    copy = serving_copy.serving_copy(model, "float32")
     assert copy is not model
     assert copy.encoder.embedding.compute_dtype == "float32"
     np.testing.assert_allclose(copy.get_weights()[0], model.get_weights()[0])
@@ -137,10 +137,10 @@ def test_task_models_copy_with_their_heads(make):
               if k != "masked_lm_positions"}
     reference = model(inputs)
     for serving_dtype in ("bfloat16", "int8"):
-        copy = precision.serving_copy(model, serving_dtype)
+        copy = serving_copy.serving_copy(model, serving_dtype)
         assert type(copy) is type(model)
         outputs = tf.function(lambda x, c=copy: c(x, training=False),
-                              jit_compile=precision.needs_xla(serving_dtype))(
+                              jit_compile=serving_copy.needs_xla(serving_dtype))(
                                   inputs)
         assert sorted(outputs) == sorted(reference)
         for key in reference:
@@ -158,16 +158,16 @@ def test_project_multiplies_int8_layers_in_int8():
         layer.kernel.assign(rng.normal(size=(6, units)).astype("float32"))
         layers.append(layer)
     x = tf.constant(rng.normal(size=(4, 6)), tf.float32)
-    expected = kernels.project(x, layers, "float32")
+    expected = fused_dispatch.project(x, layers, "float32")
     np.testing.assert_allclose(
         expected, x.numpy() @ np.concatenate(
             [layer.kernel.numpy() for layer in layers], -1), rtol=1e-5)
     for layer in layers:
         layer.quantize("int8")
-    got = kernels.project(x, layers, "float32")
+    got = fused_dispatch.project(x, layers, "float32")
     # One int8 step of the largest input and weight: ~1% of the products.
     assert np.abs(got - expected).max() < 0.03 * np.abs(expected).max()
-    graph = tf.function(lambda v: kernels.project(v, layers, "float32"))
+    graph = tf.function(lambda v: fused_dispatch.project(v, layers, "float32"))
     ops = {op.type for op in graph.get_concrete_function(x).graph.get_operations()}
     assert "BatchMatMulV3" in ops and "MatMul" not in ops
 
@@ -178,10 +178,10 @@ def test_project_refuses_int8_and_float_layers_together():
         layer.build((None, 4))
     layers[0].quantize("int8")
     with pytest.raises(ValueError, match="all be int8 or all float"):
-        kernels.project(tf.ones((2, 4)), layers, "float32")
+        fused_dispatch.project(tf.ones((2, 4)), layers, "float32")
 
 
 def test_unknown_serving_dtype_is_named(pretrainer):
     with pytest.raises(ValueError, match="serving_dtype must be one of "
                        "float32, bfloat16, int8. Received: serving_dtype='fp16'"):
-        precision.serving_copy(pretrainer, "fp16")
+        serving_copy.serving_copy(pretrainer, "fp16")

@@ -20,7 +20,7 @@ What differs by design (keras-hub's choices, not settable):
 import keras
 import numpy as np
 
-from albert_tf.convert import core
+from albert_tf.convert import weight_set
 from albert_tf.convert import keras_hub as keras_hub_format
 from albert_tf.training import losses
 from albert_tf.training import pretraining
@@ -120,7 +120,7 @@ def copy_weights(pretrainer, model):
             has the E -> H projection).
         model: what `peer_pretrainer(pretrainer.config)` returned.
     """
-    tensors = core.model_to_official(pretrainer)
+    tensors = weight_set.model_to_official(pretrainer)
     by_path = {v.path: v for v in model.weights}
     for rule in keras_hub_format.rules(pretrainer.config):
         by_path[rule.external].assign(rule.to_external(tensors[rule.official]))

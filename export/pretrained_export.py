@@ -18,11 +18,11 @@ from albert_tf.layers import preprocessing
 from albert_tf.models.pretrainer import AlbertPretrainer
 from data_prep import safe_io
 from data_prep import vocab
-from albert_tf.models import precision
+from albert_tf.models import serving_copy
 from export import layout
 from export.options import ExportOptions  # pylint: disable=unused-import
-from export import precision_choice
-from export import saved_models
+from export import serving_dtype_auto
+from export import signatures
 from export import serving_compat
 
 ENCODER_SUFFIX = "_encoder"
@@ -83,10 +83,10 @@ def export_pretrainer(pretrainer, spm_model_proto, export_dir,
         serving_shape: T of the text-in model, "dynamic" (each batch's
             longest row rounded up to a multiple of 8, at most
             `max_seq_length`) or "fixed" (`max_seq_length`); see
-            `export.saved_models`.
+            `export.signatures`.
         serving_dtype: what the text-in model computes in: "float32",
             "bfloat16", "int8" (compiled by XLA) or "auto" (the fastest
-            here that agrees with float32; see `export.precision_choice`).
+            here that agrees with float32; see `export.serving_dtype_auto`).
             The TF-Hub-style encoder and `encoder.keras` stay float32 (they
             are for fine-tuning).
 
@@ -106,11 +106,11 @@ def export_pretrainer(pretrainer, spm_model_proto, export_dir,
     config = pretrainer.config
     _check_arguments(config, spm_model_proto, max_seq_length, top_k,
                      serving_shape)
-    precision_choice.check_choice(serving_dtype)
+    serving_dtype_auto.check_choice(serving_dtype)
     names = model_names(model_name)
     staged = layout.StagedExport(export_dir, names.values(), version)
     try:
-        record, served = precision_choice.serving_model(
+        record, served = serving_dtype_auto.serving_model(
             pretrainer, serving_dtype, spm_model_proto, max_seq_length)
         _write_models(staged, names, pretrainer, served, record,
                       spm_model_proto, max_seq_length, do_lower_case, top_k,
@@ -164,16 +164,16 @@ def _write_models(staged, names, pretrainer, served, record, spm_model_proto,
     preprocessor = preprocessing.TextPreprocessor(
         spm_model_proto, max_seq_length, do_lower_case)
     serving_path = staged.path(names["serving"])
-    _save(*saved_models.build_serving_model(
+    _save(*signatures.build_serving_model(
         served, preprocessor, top_k, assets, serving_shape,
-        precision.needs_xla(record["serving_dtype"])), serving_path)
-    precision_choice.write(record, serving_path)
+        serving_copy.needs_xla(record["serving_dtype"])), serving_path)
+    serving_dtype_auto.write(record, serving_path)
     encoder_path = staged.path(names["encoder"])
-    _save(*saved_models.build_encoder_model(pretrainer.encoder, assets),
+    _save(*signatures.build_encoder_model(pretrainer.encoder, assets),
           encoder_path)
     if save_keras:
         pretrainer.encoder.save(os.path.join(encoder_path, KERAS_FILE_NAME))
-    _save(*saved_models.build_preprocessor_model(preprocessor, assets),
+    _save(*signatures.build_preprocessor_model(preprocessor, assets),
           staged.path(names["preprocessor"]))
 
 

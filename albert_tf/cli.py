@@ -9,7 +9,7 @@ is what the training programs share (the fine-tuning programs that export,
 
 from absl import logging
 
-from data_prep import options as options_lib
+from data_prep import flag_options as options_lib
 from data_prep import safe_io
 from data_prep import tf_startup
 
@@ -43,6 +43,6 @@ def run_training_program(options_cls, run, doc, argv=None):
             tf_startup.import_tensorflow()
             return run(options)
 
-    options_lib.run(options_cls, locked_run, argv, doc=doc,
+    options_lib.run_program(options_cls, locked_run, argv, doc=doc,
                     errors=options_lib.USER_ERRORS + (TrainingDivergedError,),
                     tensorflow=False)

@@ -7,11 +7,11 @@ Serving dtypes (`SERVING_DTYPES`):
 - "bfloat16": a copy whose layers compute in bfloat16 and hold their
   weights in bfloat16 (half the bytes, and no cast of every weight at every
   call). Attention's softmax and LayerNorm's statistics stay in float32
-  (`kernels.attention_probs`, Keras' `LayerNormalization`).
+  (`fused_dispatch.attention_probs`, Keras' `LayerNormalization`).
 - "int8": a float32 copy whose Dense layers Keras' `quantize("int8")` has
   quantized: int8 kernels with one scale per output unit, and activations
   quantized per row (token) on the fly by their absolute maximum. The
-  transformer sub-blocks multiply them in `kernels.project`; the embedding
+  transformer sub-blocks multiply them in `fused_dispatch.project`; the embedding
   projection, the pooler and the heads in Keras' own int8 `Dense` call.
   LayerNorm, softmax, GELU, the embedding tables and the tied MLM output
   stay float32. TensorFlow's own int8 matmul kernel is slower than its

@@ -42,11 +42,11 @@ import tensorflow_text as tf_text
 from data_prep import safe_io
 
 from albert_tf.layers import preprocessing
-from albert_tf.models import precision
-from export import exporter
+from albert_tf.models import serving_copy
+from export import pretrained_export
 from export import layout
-from export import precision_choice
-from export import saved_models
+from export import serving_dtype_auto
+from export import signatures
 from export import serving_compat
 
 _STRINGS = tf.TensorSpec([None], tf.string)
@@ -72,7 +72,7 @@ def _save(root, signatures, export_dir, model_name, version, spm_model_file,
     staged = layout.StagedExport(export_dir, [model_name], version)
     try:
         tf.saved_model.save(root, staged.path(model_name), signatures=signatures)
-        precision_choice.write(record, staged.path(model_name))
+        serving_dtype_auto.write(record, staged.path(model_name))
         serving_compat.check_export({model_name: staged.path(model_name)})
     except Exception as error:
         staged.abort()
@@ -101,7 +101,7 @@ def export_classifier(model, spm_model_file, export_dir, labels=None,
         serving_shape: "dynamic" (pad to the batch's longest row, rounded up
             to a multiple of 8) or "fixed" (always `max_seq_length`).
         serving_dtype: "float32", "bfloat16", "int8" or "auto" (see
-            `export.precision_choice`).
+            `export.serving_dtype_auto`).
 
     Returns:
         The version folder written.
@@ -111,7 +111,7 @@ def export_classifier(model, spm_model_file, export_dir, labels=None,
             unknown `serving_shape` or `serving_dtype`.
     """
     dynamic = preprocessing.check_serving_shape(serving_shape) == "dynamic"
-    precision_choice.check_choice(serving_dtype)
+    serving_dtype_auto.check_choice(serving_dtype)
     regression = labels is None
     if not regression and len(labels) != model.num_classes:
         raise ValueError(f"One label per class is needed ({model.num_classes}). "
@@ -119,7 +119,7 @@ def export_classifier(model, spm_model_file, export_dir, labels=None,
     spm_model_proto = _read(spm_model_file)
     preprocessor = preprocessing.TextPreprocessor(
         spm_model_proto, max_seq_length, do_lower_case)
-    record, model = precision_choice.serving_model(
+    record, model = serving_dtype_auto.serving_model(
         model, serving_dtype, spm_model_proto, max_seq_length)
     root = _root(model, preprocessor)
     label_names = tf.constant(list(labels or ["score"]))
@@ -128,12 +128,12 @@ def export_classifier(model, spm_model_file, export_dir, labels=None,
         return {"logits": tf.cast(model(inputs, training=False)["logits"],
                                   tf.float32)}
 
-    run_model = saved_models.model_runner(
-        model_logits, precision.needs_xla(record["serving_dtype"]))
+    run_model = signatures.model_runner(
+        model_logits, serving_copy.needs_xla(record["serving_dtype"]))
 
     def classify(text, text_b=None):
         inputs = preprocessor.encode(text, text_b, pad_to_longest=dynamic)
-        logits = (saved_models.run_by_length(run_model, inputs) if dynamic
+        logits = (signatures.run_by_length(run_model, inputs) if dynamic
                   else run_model(inputs))["logits"]
         if regression:
             return {"score": logits[:, 0]}
@@ -145,7 +145,7 @@ def export_classifier(model, spm_model_file, export_dir, labels=None,
     @tf.function(autograph=False, input_signature=[_STRINGS, _STRINGS])
     def serve(text, text_b=tf.constant([], tf.string)):
         text = preprocessing.checked_texts(text, "text")
-        return classify(text, saved_models.optional_text_b(text, text_b))
+        return classify(text, signatures.optional_text_b(text, text_b))
 
     @tf.function(autograph=False, input_signature=[_STRINGS])
     def serve_single(text):
@@ -197,7 +197,7 @@ def export_masked_lm(model, export_dir, model_name="albert", version=None,
                      top_k=5, **kwargs):
     """Exports an `AlbertMaskedLM` as `python -m export.export_saved_model` does.
 
-    The layout and signatures are the CLI's (`export.exporter.
+    The layout and signatures are the CLI's (`export.pretrained_export.
     export_pretrainer`): the text-in model (`fill_mask`, `serving_default`,
     `serving_single`, `sop`), the encoder and the preprocessor, with the
     model's own SentencePiece model, sequence length and lowercasing.
@@ -216,7 +216,7 @@ def export_masked_lm(model, export_dir, model_name="albert", version=None,
         What `export_pretrainer` returns: the version folders by kind.
     """
     preprocessor = model.preprocessor
-    return exporter.export_pretrainer(
+    return pretrained_export.export_pretrainer(
         model.pretrainer, preprocessor.spm_model_proto, export_dir,
         model_name=model_name, version=version,
         max_seq_length=preprocessor.seq_length,
@@ -302,7 +302,7 @@ def export_span_extractor(model, spm_model_file, export_dir,
         serving_shape: "dynamic" (pad to the batch's longest row, rounded up
             to a multiple of 8) or "fixed" (always `max_seq_length`).
         serving_dtype: "float32", "bfloat16", "int8" or "auto" (see
-            `export.precision_choice`).
+            `export.serving_dtype_auto`).
 
     Returns:
         The version folder written.
@@ -311,11 +311,11 @@ def export_span_extractor(model, spm_model_file, export_dir,
         ValueError: an unknown `serving_shape` or `serving_dtype`.
     """
     dynamic = preprocessing.check_serving_shape(serving_shape) == "dynamic"
-    precision_choice.check_choice(serving_dtype)
+    serving_dtype_auto.check_choice(serving_dtype)
     spm_model_proto = _read(spm_model_file)
     preprocessor = preprocessing.TextPreprocessor(
         spm_model_proto, max_seq_length, do_lower_case)
-    record, model = precision_choice.serving_model(
+    record, model = serving_dtype_auto.serving_model(
         model, serving_dtype, spm_model_proto, max_seq_length)
     root = _root(model, preprocessor)
     words_tokenizer = tf_text.WhitespaceTokenizer()
@@ -325,8 +325,8 @@ def export_span_extractor(model, spm_model_file, export_dir,
                 for key, value in model(inputs, training=False).items()}
 
     model_logits.sequence_keys = ("start_logits", "end_logits")
-    run_model = saved_models.model_runner(
-        model_logits, precision.needs_xla(record["serving_dtype"]))
+    run_model = signatures.model_runner(
+        model_logits, serving_copy.needs_xla(record["serving_dtype"]))
 
     @tf.function(autograph=False, input_signature=[_STRINGS, _STRINGS])
     def serve(question, context):
@@ -342,7 +342,7 @@ def export_span_extractor(model, spm_model_file, export_dir,
         flat, piece_word = _fit_beside_question(
             *_context_pieces(preprocessor, words), query, max_seq_length)
         inputs = preprocessor.pack(query, flat, pad_to_longest=dynamic)
-        outputs = (saved_models.run_by_length(run_model, inputs) if dynamic
+        outputs = (signatures.run_by_length(run_model, inputs) if dynamic
                    else run_model(inputs))
         offset = tf.cast(query.row_lengths(), tf.int32) + 2  # first context pos
         length = tf.cast(flat.row_lengths(), tf.int32)

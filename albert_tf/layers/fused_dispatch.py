@@ -61,7 +61,7 @@ def use_fused(training):
             and not _has_accelerator())
 
 
-def kernel(layer, dtype):
+def cast_kernel(layer, dtype):
     """`layer.kernel` in `dtype` (from `cast_once`'s cache inside it)."""
     return fused_ops.cast_variable(layer.kernel, dtype)
 
@@ -83,7 +83,7 @@ def project(x, layers, dtype):
     """
     quantized = [is_int8(layer) for layer in layers]
     if not any(quantized):
-        weights = [kernel(layer, dtype) for layer in layers]
+        weights = [cast_kernel(layer, dtype) for layer in layers]
         weights = weights[0] if len(weights) == 1 else ops.concatenate(
             weights, axis=-1)
         return ops.matmul(x, weights)

@@ -20,7 +20,7 @@ data prep's programs use it as well as the training and export ones.
         ...
 
     if __name__ == "__main__":
-        options_lib.run(Options, main)
+        options_lib.run_program(Options, main)
 """
 
 import dataclasses
@@ -219,7 +219,7 @@ def _flags_parser(program, known_only):
     return parse
 
 
-def run(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None,
+def run_program(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None,
         pass_through=None, tensorflow=True):
     """Defines the flags of `options_cls`, parses the command line and calls
     `main_fn(options)`.

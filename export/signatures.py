@@ -383,7 +383,7 @@ def build_serving_model(pretrainer, preprocessor, top_k=5, assets=None,
 
     Args:
         pretrainer: an `albert_tf.AlbertPretrainer` with trained weights, in
-            its serving precision (`albert_tf.models.precision`).
+            its serving precision (`albert_tf.models.serving_copy`).
         preprocessor: an `albert_tf.layers.preprocessing.TextPreprocessor`.
         top_k: K of `fill_mask`.
         assets: optional dict of attribute name -> file path saved as assets.

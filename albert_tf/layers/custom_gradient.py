@@ -8,7 +8,7 @@ fine-tuning run, stayed in memory for the life of the process, and every
 garbage collection walked it.
 
 Where a tape watches the call (the training step: `Trainer`, Keras `fit`,
-`Finetuner`), `join` attaches the gradient the two ways TensorFlow looks one
+`Finetuner`), `with_gradient` attaches the gradient the two ways TensorFlow looks one
 up, and holds no tensor past the trace:
 - the tape's record of the call, which lives as long as the tape;
 - a gradient registered once per name and computed from the op's own
@@ -32,7 +32,7 @@ _LOCK = threading.Lock()
 
 
 def _register(name, backward, num_args):
-    """Registers the graph gradient of `join`'s op under `name`.
+    """Registers the graph gradient of `with_gradient`'s op under `name`.
 
     The op is an `IdentityN` of the outputs, then the args; the outputs get
     no gradient, so nothing flows back through the forward's own ops.
@@ -46,7 +46,7 @@ def _register(name, backward, num_args):
     _REGISTERED.add(name)
 
 
-def join(name, forward, backward, args):
+def with_gradient(name, forward, backward, args):
     """`forward(*args)`, a list of tensors, whose gradient is `backward`.
 
     Args:

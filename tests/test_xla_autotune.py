@@ -7,9 +7,9 @@ from absl import flags
 import pytest
 import tensorflow as tf
 
-from albert_tf.training import compile_choice
+from albert_tf.training import xla_autotune
 from albert_tf.training import pretraining as train_lib
-from data_prep import options as options_lib
+from data_prep import flag_options as options_lib
 from tests import test_pretraining as t
 
 
@@ -17,12 +17,12 @@ from tests import test_pretraining as t
     (None, None), ("auto", None), ("AUTO", None), (True, True), ("true", True),
     ("1", True), (False, False), ("false", False), ("0", False)])
 def test_parse(value, expected):
-    assert compile_choice.parse(value) is expected
+    assert xla_autotune.parse(value) is expected
 
 
 def test_a_bad_value_names_the_accepted_ones():
     with pytest.raises(ValueError, match="true, false or auto.*'sometimes'"):
-        compile_choice.parse("sometimes")
+        xla_autotune.parse("sometimes")
 
 
 @pytest.mark.parametrize("argv, expected", [
@@ -45,7 +45,7 @@ def test_the_flag_refuses_other_values():
 
 
 def test_chooser_alternates_skips_the_compiling_windows_and_keeps_the_faster():
-    chooser = compile_choice.Chooser(window_steps=2, repeats=2)
+    chooser = xla_autotune.Chooser(window_steps=2, repeats=2)
     # Per-step seconds: the first window each way (compiling) is slow.
     timings = {False: [9.0, 1.0, 1.2], True: [30.0, 0.5, 0.7]}
     order = []
@@ -59,14 +59,14 @@ def test_chooser_alternates_skips_the_compiling_windows_and_keeps_the_faster():
 
 
 def test_cpu_device_rule():
-    assert compile_choice.device_rule(tf.distribute.get_strategy()) is False
+    assert xla_autotune.device_rule(tf.distribute.get_strategy()) is False
 
 
 @pytest.mark.slow
 def test_auto_times_real_steps_both_ways_and_remembers(tmp_path, monkeypatch):
-    monkeypatch.setattr(compile_choice, "MIN_STEPS", 0)
-    monkeypatch.setattr(compile_choice, "WINDOW_STEPS", 1)
-    monkeypatch.setattr(compile_choice, "REPEATS", 1)
+    monkeypatch.setattr(xla_autotune, "MIN_STEPS", 0)
+    monkeypatch.setattr(xla_autotune, "WINDOW_STEPS", 1)
+    monkeypatch.setattr(xla_autotune, "REPEATS", 1)
     data = t.write_records(str(tmp_path / "train.tfrecord"), 64)
     out = str(tmp_path / "out")
     opts = t.options(data, out, jit_compile=None, num_train_steps=6,
@@ -77,7 +77,7 @@ def test_auto_times_real_steps_both_ways_and_remembers(tmp_path, monkeypatch):
     # compiling, one each way timed; then 2 more with the faster.
     assert result["step"] == 6
     assert set(runner._train_loops) == {False, True}
-    with open(os.path.join(out, compile_choice.CHOICE_FILE)) as f:
+    with open(os.path.join(out, xla_autotune.CHOICE_FILE)) as f:
         record = json.load(f)
     medians = record["seconds_per_step"]
     assert set(medians) == {"xla", "no_xla"}
@@ -100,7 +100,7 @@ def test_a_short_run_times_nothing(short_pretraining_run):
         "jit_compile=auto: False (device rule; the run is too short or "
         "spread over workers to time both ways)."]
     assert not os.path.exists(os.path.join(short_pretraining_run.out,
-                                           compile_choice.CHOICE_FILE))
+                                           xla_autotune.CHOICE_FILE))
 
 
 def test_an_explicit_choice_times_nothing(tmp_path):
@@ -109,4 +109,4 @@ def test_an_explicit_choice_times_nothing(tmp_path):
     runner = t.trainer(t.options(data, out, jit_compile=False))
     runner.train()
     assert set(runner._train_loops) == {False}
-    assert not os.path.exists(os.path.join(out, compile_choice.CHOICE_FILE))
+    assert not os.path.exists(os.path.join(out, xla_autotune.CHOICE_FILE))

@@ -1,4 +1,4 @@
-"""Tests for data_prep.masking, and that both maskers follow it.
+"""Tests for data_prep.ngram_masking, and that both maskers follow it.
 
 The static builder's masker (`data_prep.static_masking`, NumPy) and the
 dynamic tf.data masker (`input_pipeline.mask_example`, TensorFlow) get the
@@ -20,7 +20,7 @@ import tensorflow as tf
 
 from albert_tf.training import input_pipeline
 from data_prep import instances
-from data_prep import masking
+from data_prep import ngram_masking
 from data_prep import static_masking
 from data_prep import text as text_lib
 from data_prep import vocab
@@ -39,27 +39,27 @@ Z_LIMIT = 4.5
 def test_is_start_piece_official_rule():
     starts = ["\u2581the", "<unk>", ",", "(", "9", "'s", "\u00e9t\u00e9", "\u6771"]
     continuations = ["ing", "s.", "Ing", "a-b"]
-    assert all(masking.is_start_piece(p) for p in starts)
-    assert not any(masking.is_start_piece(p) for p in continuations)
+    assert all(ngram_masking.is_start_piece(p) for p in starts)
+    assert not any(ngram_masking.is_start_piece(p) for p in continuations)
 
 
 def test_replacement_probabilities():
-    probs = (masking.MASK_TOKEN_PROB, masking.KEEP_TOKEN_PROB,
-             masking.RANDOM_TOKEN_PROB)
+    probs = (ngram_masking.MASK_TOKEN_PROB, ngram_masking.KEEP_TOKEN_PROB,
+             ngram_masking.RANDOM_TOKEN_PROB)
     assert probs == (0.8, 0.1, 0.1)
-    assert masking.replacement_thresholds() == (0.8, 0.9)
+    assert ngram_masking.replacement_thresholds() == (0.8, 0.9)
 
 
 def test_ngram_distribution():
-    np.testing.assert_allclose(masking.ngram_probabilities(3, True),
+    np.testing.assert_allclose(ngram_masking.ngram_probabilities(3, True),
                                [0.545, 0.273, 0.182], atol=5e-4)
-    np.testing.assert_allclose(masking.ngram_probabilities(3, False),
+    np.testing.assert_allclose(ngram_masking.ngram_probabilities(3, False),
                                [0.182, 0.273, 0.545], atol=5e-4)
     # Drawing through the CDF table gives p(n) renormalised over 1..a.
     u = (np.arange(100_000) + 0.5) / 100_000
     for favor in (True, False):
-        table = masking.ngram_cdf(4, favor)
-        p = masking.ngram_probabilities(4, favor)
+        table = ngram_masking.ngram_cdf(4, favor)
+        p = ngram_masking.ngram_probabilities(4, favor)
         for available in range(1, 5):
             n = 1 + (u[:, None] >= table[available - 1]).sum(axis=1)
             freq = np.bincount(n, minlength=5)[1:available + 1] / u.size
@@ -73,38 +73,38 @@ def test_prediction_budget_is_the_official_formula():
         for cap in (0, 1, 20, 80):
             expected = [min(cap, max(1, round(n * prob))) for n in lengths]
             np.testing.assert_array_equal(
-                masking.prediction_budget(lengths, prob, cap), expected)
+                ngram_masking.prediction_budget(lengths, prob, cap), expected)
     # Half-way cases round to even: 30 * 0.15 = 4.5 -> 4, 50 * 0.15 -> 8.
-    assert masking.prediction_budget(30, 0.15, 20) == 4
-    assert masking.prediction_budget(50, 0.15, 20) == 8
-    assert not masking.prediction_budget(lengths, 0.0, 20).any()
+    assert ngram_masking.prediction_budget(30, 0.15, 20) == 4
+    assert ngram_masking.prediction_budget(50, 0.15, 20) == 8
+    assert not ngram_masking.prediction_budget(lengths, 0.0, 20).any()
 
 
 def test_options_validation():
-    masking.MaskingOptions().validate()
+    ngram_masking.MaskingOptions().validate()
     for bad, match in ((dict(masked_lm_prob=1.5), "masked_lm_prob"),
                        (dict(max_predictions_per_seq=-1), "max_predictions"),
                        (dict(ngram=0), "ngram")):
         with pytest.raises(ValueError, match=match + ".*Received"):
-            masking.MaskingOptions(**bad).validate()
+            ngram_masking.MaskingOptions(**bad).validate()
     # InstanceOptions takes its masking defaults from the specification.
-    assert instances.InstanceOptions().masking == masking.MaskingOptions()
+    assert instances.InstanceOptions().masking == ngram_masking.MaskingOptions()
 
 
 def test_word_starts_break_at_never_masked_tokens():
     ids = np.array([[2, 50, 51, 3, 52, 1, 53, 3, 0]])
     start_piece = np.array([[1, 1, 0, 1, 0, 1, 0, 1, 0]], bool)
-    maskable = masking.maskable_tokens(ids, ids != 0)
+    maskable = ngram_masking.maskable_tokens(ids, ids != 0)
     assert maskable.tolist() == [[False, True, True, False, True, False,
                                   True, False, False]]
-    assert np.flatnonzero(masking.word_starts(maskable, start_piece, True)
+    assert np.flatnonzero(ngram_masking.word_starts(maskable, start_piece, True)
                           ).tolist() == [1, 4, 6]
-    assert np.flatnonzero(masking.word_starts(maskable, start_piece, False)
+    assert np.flatnonzero(ngram_masking.word_starts(maskable, start_piece, False)
                           ).tolist() == [1, 2, 4, 6]
 
 
 def test_specification_imports_no_tensorflow():
-    code = ("import sys; import data_prep.masking, data_prep.instances, "
+    code = ("import sys; import data_prep.ngram_masking, data_prep.instances, "
             "data_prep.static_masking; sys.exit('tensorflow' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
@@ -139,7 +139,7 @@ def records(spm_model, corpus_dir):
     a_start, a_len, b_start, b_len = np.array(rows, np.int64).T
     labels = np.zeros(len(rows), np.int8)
     pairs = instances.Pairs(a_start, a_len, b_start, b_len, labels, labels)
-    table = masking.start_piece_table(spm_model)
+    table = ngram_masking.start_piece_table(spm_model)
     return (instances.assemble(flat, pairs, L, table),
             spm_model.get_piece_size())
 
@@ -196,8 +196,8 @@ def _observe(records, out, options):
     original = np.tile(records["input_ids"], (SEEDS, 1))
     in_sequence = np.tile(records["input_mask"], (SEEDS, 1)) != 0
     boundary = np.tile(records["token_boundary"], (SEEDS, 1)) != 0
-    maskable = masking.maskable_tokens(original, in_sequence)
-    starts = masking.word_starts(maskable, boundary, options.do_whole_word_mask)
+    maskable = ngram_masking.maskable_tokens(original, in_sequence)
+    starts = ngram_masking.word_starts(maskable, boundary, options.do_whole_word_mask)
     masked = _check_exact_rules(original, maskable, starts, out)
 
     # Maximal runs of masked tokens, in words (adjacent spans merge, in both
@@ -218,7 +218,7 @@ def _observe(records, out, options):
     before = original[masked]
     return {
         "count": masked.sum(axis=1),
-        "budget": masking.prediction_budget(
+        "budget": ngram_masking.prediction_budget(
             in_sequence.sum(axis=1), options.masked_lm_prob,
             options.max_predictions_per_seq),
         "run_words": run_words.astype(np.int64),
@@ -229,9 +229,9 @@ def _observe(records, out, options):
         "straddled": (masked[barrier_row, barrier_col - 1]
                       & masked[barrier_row, barrier_col + 1]),
         "barrier_row": barrier_row,
-        "as_mask": new == masking.MASK_ID,
+        "as_mask": new == ngram_masking.MASK_ID,
         "as_kept": new == before,
-        "random_ids": new[(new != masking.MASK_ID) & (new != before)],
+        "random_ids": new[(new != ngram_masking.MASK_ID) & (new != before)],
     }
 
 
@@ -272,12 +272,12 @@ def _z_expected(hits, total, p):
 
 
 OPTIONS = {
-    "official": masking.MaskingOptions(max_predictions_per_seq=P),
-    "longer_ngrams": masking.MaskingOptions(
+    "official": ngram_masking.MaskingOptions(max_predictions_per_seq=P),
+    "longer_ngrams": ngram_masking.MaskingOptions(
         max_predictions_per_seq=P, masked_lm_prob=0.25, ngram=4,
         favor_shorter_ngram=False),
     # A cap above round(95 * 0.3), where float32 rounding would differ.
-    "tokens": masking.MaskingOptions(max_predictions_per_seq=30,
+    "tokens": ngram_masking.MaskingOptions(max_predictions_per_seq=30,
                                      masked_lm_prob=0.3,
                                      do_whole_word_mask=False),
 }
@@ -296,7 +296,7 @@ def observed(request, records):
 
 def test_records_hold_every_never_masked_id(records):
     ids = records[0]["input_ids"]
-    for special in masking.NEVER_MASKED_IDS:
+    for special in ngram_masking.NEVER_MASKED_IDS:
         assert (ids == special).sum() >= 10, special
 
 
@@ -321,14 +321,14 @@ def test_replacements(observed):
     _, vocab_size, by_masker = observed
     counts = {}
     # A random id equals [MASK], or the original, 1 time in V.
-    chance = masking.RANDOM_TOKEN_PROB / vocab_size
+    chance = ngram_masking.RANDOM_TOKEN_PROB / vocab_size
     for name, obs in by_masker.items():
         total = obs["as_mask"].size
         counts[name] = obs["as_mask"].sum(), obs["as_kept"].sum(), total
         assert _z_expected(counts[name][0], total,
-                           masking.MASK_TOKEN_PROB + chance) < Z_LIMIT, name
+                           ngram_masking.MASK_TOKEN_PROB + chance) < Z_LIMIT, name
         assert _z_expected(counts[name][1], total,
-                           masking.KEEP_TOKEN_PROB + chance) < Z_LIMIT, name
+                           ngram_masking.KEEP_TOKEN_PROB + chance) < Z_LIMIT, name
         # Random ids are drawn uniformly from [0, V).
         random_ids = obs["random_ids"]
         assert random_ids.min() >= 0 and random_ids.max() < vocab_size, name

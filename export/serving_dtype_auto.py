@@ -1,14 +1,14 @@
 """The serving precision of an export, and `serving_dtype="auto"`.
 
 An export's text-in model computes in one of
-`albert_tf.models.precision.SERVING_DTYPES` (float32, bfloat16, int8).
+`albert_tf.models.serving_copy.SERVING_DTYPES` (float32, bfloat16, int8).
 Which is fastest depends on the CPU: bfloat16 matmuls are fast only with
 AVX512_BF16 or AMX, and int8 ones only compiled by XLA (on this project's
 2-core machines an int8 `tf.matmul` ran at half the float32 rate through
 TensorFlow's kernel and several times it through XLA). So "auto" measures,
 on the exporting machine:
 
-1. Each candidate (`CANDIDATES`) is built (`precision.serving_copy`, run the
+1. Each candidate (`CANDIDATES`) is built (`serving_copy.serving_copy`, run the
    way the export runs it) and fed `SAMPLE_ROWS` pseudo-texts: pieces drawn
    from the vocabulary by their unigram scores, of random lengths up to the
    export's sequence length.
@@ -36,12 +36,12 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.layers import preprocessing
-from albert_tf.models import precision
+from albert_tf.models import serving_copy
 from albert_tf.training import hardware
-from export import saved_models
+from export import signatures
 
-CANDIDATES = precision.SERVING_DTYPES
-CHOICES = precision.SERVING_DTYPES + ("auto",)
+CANDIDATES = serving_copy.SERVING_DTYPES
+CHOICES = serving_copy.SERVING_DTYPES + ("auto",)
 CHOICE_FILE = os.path.join("assets.extra", "serving_dtype.json")
 SAMPLE_ROWS = 32
 REPEATS = 5
@@ -60,7 +60,7 @@ def check_choice(serving_dtype):
     Raises:
         ValueError: anything else, naming the accepted values.
     """
-    return precision.check_serving_dtype(serving_dtype, CHOICES)
+    return serving_copy.check_serving_dtype(serving_dtype, CHOICES)
 
 
 def sample_inputs(sp_model, seq_length, rows=SAMPLE_ROWS, masks=4, seed=0):
@@ -273,7 +273,7 @@ def serving_model(model, serving_dtype, spm_model_proto, seq_length):
 
     Returns:
         `(record, served)`: the `CHOICE_FILE` record and the model to
-        export (`precision.serving_copy` of the chosen dtype).
+        export (`serving_copy.serving_copy` of the chosen dtype).
 
     Raises:
         ValueError: an unknown `serving_dtype`.
@@ -283,12 +283,12 @@ def serving_model(model, serving_dtype, spm_model_proto, seq_length):
 
     def copy(dtype):
         if dtype not in copies:
-            copies[dtype] = precision.serving_copy(model, dtype)
+            copies[dtype] = serving_copy.serving_copy(model, dtype)
         return copies[dtype]
 
     def make_run(dtype):
-        return tf.function(saved_models.model_runner(
-            _model_outputs(copy(dtype)), precision.needs_xla(dtype)),
+        return tf.function(signatures.model_runner(
+            _model_outputs(copy(dtype)), serving_copy.needs_xla(dtype)),
                            autograph=False)
 
     def sample():

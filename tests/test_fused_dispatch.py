@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertConfig, AlbertPretrainer
-from albert_tf.layers import kernels
+from albert_tf.layers import fused_dispatch
 
 # The XLA-compiled functions of `fused_ops`: a traced step that uses a fused
 # kernel holds one of them in its function library.
@@ -79,17 +79,17 @@ def test_an_xla_compiled_training_step_traces_no_fused_kernel(steps):
 
 def test_keras_jit_compiled_fit_traces_no_fused_kernel():
     seen = []
-    original = kernels.use_fused
+    original = fused_dispatch.use_fused
 
     def spy(training):
         result = original(training)
-        seen.append((training, kernels.in_xla_context(), result))
+        seen.append((training, fused_dispatch.in_xla_context(), result))
         return result
 
     config = AlbertConfig.from_preset("tiny", num_hidden_layers=1)
     model = AlbertPretrainer(config)
     batch = _batch(config)
-    kernels.use_fused = spy
+    fused_dispatch.use_fused = spy
     try:
         outputs = keras.layers.Identity()(model.output["sop_logits"])
         wrapped = keras.Model(model.input, outputs)
@@ -99,7 +99,7 @@ def test_keras_jit_compiled_fit_traces_no_fused_kernel():
             from_logits=True), jit_compile=True)
         wrapped.fit(batch, tf.constant([0, 1]), epochs=1, verbose=0)
     finally:
-        kernels.use_fused = original
+        fused_dispatch.use_fused = original
         keras.backend.clear_session()
     training_calls = [s for s in seen if s[0] is True]
     assert training_calls and all(in_xla and not fused
@@ -123,12 +123,12 @@ def test_fused_and_plain_training_steps_agree(steps):
 
 
 def test_policy_cases():
-    assert not kernels.use_fused(False)
-    assert not kernels.use_fused(None)
-    assert kernels.use_fused(True)  # This machine has no GPU or TPU.
+    assert not fused_dispatch.use_fused(False)
+    assert not fused_dispatch.use_fused(None)
+    assert fused_dispatch.use_fused(True)  # This machine has no GPU or TPU.
 
     @tf.function(jit_compile=True)
     def compiled():
-        return tf.constant(kernels.use_fused(True))
+        return tf.constant(fused_dispatch.use_fused(True))
 
     assert not bool(compiled())

@@ -21,7 +21,7 @@ from absl import logging
 
 from data_prep import vocab
 from export import keras_layer
-from export import tasks
+from export import finetuned_exports
 
 from albert_tf.models.encoder import AlbertEncoder
 from albert_tf.models.encoder import INPUT_NAMES
@@ -32,8 +32,8 @@ from albert_apps.quickstart import finetuning
 from albert_apps.quickstart import probing
 from albert_apps.quickstart import queries
 from albert_apps.quickstart import stages
-from albert_apps.quickstart.budget import FINETUNE_SEEDS
-from albert_apps.quickstart.budget import FINETUNE_STEPS
+from albert_apps.quickstart.defaults import FINETUNE_SEEDS
+from albert_apps.quickstart.defaults import FINETUNE_STEPS
 
 FINETUNE_JSON = "finetune.json"  # Under finetune/.
 # The fine-tuned exports' folders: the prefix and the task's name.
@@ -191,7 +191,7 @@ def _finetune_and_export(config, pretrained, task, train_x, dev_x, length,
     logging.info("Fine-tuned the pretrained encoder on %s: dev "
                  "accuracy %.4f (%.1f s)", task.name,
                  tuned["dev_accuracy"], tuned["seconds"])
-    classifier = tasks.export_classifier(
+    classifier = finetuned_exports.export_classifier(
         finetuner.model, vocabulary["model_file"],
         os.path.join(output_dir, "export"),
         labels=list(task.labels), max_seq_length=length,
