@@ -20,17 +20,23 @@ PROGRAM = "run_classifier"
 
 def run(options, strategy=None):
     """Fine-tunes, predicts and exports as `options` say; returns the report."""
+    # Here, not at the top: TensorFlow loads after the flags are read.
     # pylint: disable=import-outside-toplevel
-    from albert_tf.tasks import finetune_jobs
+    from albert_tf.tasks import finetune, finetune_jobs
+    from albert_tf.training import distribute
     from export import layout
     from export import finetuned_exports as export_tasks
-    trainer, report = finetune_jobs.run_classifier(
-        options, strategy or options.make_strategy())
+    if strategy is None:
+        strategy = distribute.get_strategy(
+            options.strategy, tpu=options.tpu, tpu_zone=options.tpu_zone,
+            gcp_project=options.gcp_project)
+    trainer, report = finetune_jobs.run_classifier(options, strategy)
     if options.export_dir:
         task = report["task"]
         with layout.holding(options.export_dir, PROGRAM):
             report["export"] = export_tasks.export_classifier(
-                trainer.model, options.spm_path(), options.export_dir,
+                trainer.model, finetune.spm_model_file(options),
+                options.export_dir,
                 labels=trainer.task.task_info["labels"] or None,
                 max_seq_length=options.max_seq_length,
                 do_lower_case=options.do_lower_case,

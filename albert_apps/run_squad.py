@@ -24,17 +24,23 @@ PROGRAM = "run_squad"
 
 def run(options, strategy=None):
     """Fine-tunes, predicts and exports as `options` say; returns the report."""
+    # Here, not at the top: TensorFlow loads after the flags are read.
     # pylint: disable=import-outside-toplevel
-    from albert_tf.tasks import finetune_jobs
+    from albert_tf.tasks import finetune, finetune_jobs
+    from albert_tf.training import distribute
     from export import layout
     from export import finetuned_exports as export_tasks
-    trainer, report = finetune_jobs.run_squad(
-        options, strategy or options.make_strategy())
+    if strategy is None:
+        strategy = distribute.get_strategy(
+            options.strategy, tpu=options.tpu, tpu_zone=options.tpu_zone,
+            gcp_project=options.gcp_project)
+    trainer, report = finetune_jobs.run_squad(options, strategy)
     if options.export_dir:
         v2 = options.version_2_with_negative
         with layout.holding(options.export_dir, PROGRAM):
             report["export"] = export_tasks.export_span_extractor(
-                trainer.model, options.spm_path(), options.export_dir,
+                trainer.model, finetune.spm_model_file(options),
+                options.export_dir,
                 max_seq_length=options.max_seq_length,
                 max_query_length=options.max_query_length,
                 max_answer_length=options.max_answer_length,

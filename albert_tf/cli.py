@@ -25,13 +25,24 @@ def log_report(report, keys):
 
 
 def run_training_program(options_cls, run, doc, argv=None):
-    """Runs a training program: INFO logging, flags from `options_cls`, and
-    one line for a bad option or input or a diverging run.
+    """Runs a training program from the command line.
+
+    Reads the flags into an `options_cls`, logs at INFO level and calls
+    `run(options)`. A bad flag, a bad input or a run whose loss stops being
+    finite ends the program with one line saying what went wrong, not a
+    traceback.
 
     The program holds the lock on `--output_dir` for the whole run
     (training, evaluation, prediction and export): a second run into the
     same folder fails at once, before TensorFlow loads, with one line naming
     the folder and the holder's process id.
+
+    Args:
+        options_cls: the program's options dataclass (its fields are the
+            flags).
+        run: `run(options)` does the work once TensorFlow is loaded.
+        doc: the program's help text (its module docstring).
+        argv: the command line (default: `sys.argv`).
     """
     logging.set_verbosity(logging.INFO)
     program = options_lib.program_name(argv)

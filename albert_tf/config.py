@@ -3,15 +3,8 @@
 The field names are those of the official `albert_config.json`, so a released
 config file loads as is. Two fields are added: `layer_norm_epsilon` (the official
 code hard-codes 1e-12) and `share`, which selects the paper's cross-layer sharing
-ablations:
-
-- `"all"`: attention and FFN are shared (ALBERT; grouped by `num_hidden_groups`).
-- `"attention"`: only the attention sub-blocks follow the groups; every layer has
-  its own FFN.
-- `"ffn"`: only the FFN sub-blocks follow the groups; every layer has its own
-  attention.
-- `"none"`: every layer has its own weights (BERT-style, with the factorized
-  embedding).
+ablations (`"all"`, `"attention"`, `"ffn"`, `"none"`; see
+`albert_tf.cross_layer_sharing`).
 """
 
 import dataclasses
@@ -19,7 +12,10 @@ import json
 import logging
 import os
 
-SHARE_MODES = ("all", "attention", "ffn", "none")
+from data_prep.flag_options import check_fields
+
+from albert_tf.cross_layer_sharing import SHARE_MODES
+
 # `hidden_act` values (`albert_tf.layers.activations` implements each).
 ACTIVATION_NAMES = frozenset((
     "gelu", "gelu_new", "gelu_exact", "relu", "tanh", "swish", "silu",
@@ -83,7 +79,8 @@ class AlbertConfig:
         type_vocab_size: rows of the token-type (segment) table.
         initializer_range: stddev of the truncated-normal initializer.
         layer_norm_epsilon: LayerNorm epsilon (official: 1e-12).
-        share: cross-layer sharing, one of `SHARE_MODES`.
+        share: cross-layer sharing, one of `SHARE_MODES`
+            (`albert_tf.cross_layer_sharing`).
     """
 
     vocab_size: int = 30000
@@ -110,27 +107,25 @@ class AlbertConfig:
 
     def validate(self):
         """Checks every field; raises `ValueError` naming the bad field."""
-        for name in ("vocab_size", "embedding_size", "hidden_size",
-                     "num_hidden_layers", "num_hidden_groups", "inner_group_num",
-                     "num_attention_heads", "intermediate_size",
-                     "max_position_embeddings", "type_vocab_size"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(
-                    f"AlbertConfig.{name} must be a positive integer. "
-                    f"Received: {name}={value!r}")
-        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
-                raise ValueError(
-                    f"AlbertConfig.{name} must be in [0, 1). "
-                    f"Received: {name}={value!r}")
-        for name in ("initializer_range", "layer_norm_epsilon"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or value <= 0:
-                raise ValueError(
-                    f"AlbertConfig.{name} must be a positive number. "
-                    f"Received: {name}={value!r}")
+        check_fields(
+            self, ("vocab_size", "embedding_size", "hidden_size",
+                   "num_hidden_layers", "num_hidden_groups", "inner_group_num",
+                   "num_attention_heads", "intermediate_size",
+                   "max_position_embeddings", "type_vocab_size"),
+            lambda value: (isinstance(value, int)
+                           and not isinstance(value, bool) and value > 0),
+            "AlbertConfig.{name} must be a positive integer. "
+            "Received: {name}={value!r}")
+        check_fields(
+            self, ("hidden_dropout_prob", "attention_probs_dropout_prob"),
+            lambda value: (isinstance(value, (int, float))
+                           and 0.0 <= value < 1.0),
+            "AlbertConfig.{name} must be in [0, 1). Received: {name}={value!r}")
+        check_fields(
+            self, ("initializer_range", "layer_norm_epsilon"),
+            lambda value: isinstance(value, (int, float)) and value > 0,
+            "AlbertConfig.{name} must be a positive number. "
+            "Received: {name}={value!r}")
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(
                 "AlbertConfig.hidden_size must be divisible by "
@@ -159,10 +154,6 @@ class AlbertConfig:
     def head_size(self):
         """D, the width of one attention head."""
         return self.hidden_size // self.num_attention_heads
-
-    def group_of_layer(self, layer_index):
-        """The group executed at `layer_index` (official formula)."""
-        return int(layer_index / self.num_hidden_layers * self.num_hidden_groups)
 
     # --- (De)serialization ------------------------------------------------
 
@@ -226,7 +217,7 @@ class AlbertConfig:
 
     def to_json_file(self, path):
         """Writes the config as JSON (official keys plus this project's two)."""
-        import tensorflow as tf
+        import tensorflow as tf  # Deferred: keeps the config importable alone.
 
         parent = os.path.dirname(path)
         if parent:
@@ -245,7 +236,7 @@ class AlbertConfig:
         return cls(**values)
 
 
-def _released(hidden, intermediate, heads, layers, dropout):
+def _released_preset(hidden, intermediate, heads, layers, dropout):
     return dict(vocab_size=30000, embedding_size=128, hidden_size=hidden,
                 num_hidden_layers=layers, num_hidden_groups=1, inner_group_num=1,
                 num_attention_heads=heads, intermediate_size=intermediate,
@@ -255,15 +246,15 @@ def _released(hidden, intermediate, heads, layers, dropout):
 
 
 PRESETS = {
-    "albert_base_v1": _released(768, 3072, 12, 12, 0.1),
-    "albert_base_v2": _released(768, 3072, 12, 12, 0.0),
-    "albert_large_v1": _released(1024, 4096, 16, 24, 0.1),
-    "albert_large_v2": _released(1024, 4096, 16, 24, 0.0),
-    "albert_xlarge_v1": _released(2048, 8192, 16, 24, 0.1),
-    "albert_xlarge_v2": _released(2048, 8192, 16, 24, 0.0),
+    "albert_base_v1": _released_preset(768, 3072, 12, 12, 0.1),
+    "albert_base_v2": _released_preset(768, 3072, 12, 12, 0.0),
+    "albert_large_v1": _released_preset(1024, 4096, 16, 24, 0.1),
+    "albert_large_v2": _released_preset(1024, 4096, 16, 24, 0.0),
+    "albert_xlarge_v1": _released_preset(2048, 8192, 16, 24, 0.1),
+    "albert_xlarge_v2": _released_preset(2048, 8192, 16, 24, 0.0),
     # xxlarge was released without dropout in both versions.
-    "albert_xxlarge_v1": _released(4096, 16384, 64, 12, 0.0),
-    "albert_xxlarge_v2": _released(4096, 16384, 64, 12, 0.0),
+    "albert_xxlarge_v1": _released_preset(4096, 16384, 64, 12, 0.0),
+    "albert_xxlarge_v2": _released_preset(4096, 16384, 64, 12, 0.0),
     # For tests, the quickstart and CPU experiments.
     "tiny": dict(vocab_size=1000, embedding_size=16, hidden_size=32,
                  num_hidden_layers=4, num_hidden_groups=1, inner_group_num=1,

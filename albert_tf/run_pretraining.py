@@ -22,8 +22,14 @@ from albert_tf.training.options import PretrainingOptions
 
 def run(options):
     """Runs pretraining under the strategy the options name; logs results."""
-    from albert_tf.training import pretraining  # pylint: disable=import-outside-toplevel
-    report = pretraining.run_pretraining(options, options.make_strategy())
+    # Here, not at the top: TensorFlow loads after the flags are read.
+    # pylint: disable=import-outside-toplevel
+    from albert_tf.training import distribute
+    from albert_tf.training import pretraining
+    strategy = distribute.get_strategy(
+        options.strategy, tpu=options.tpu, tpu_zone=options.tpu_zone,
+        gcp_project=options.gcp_project)
+    report = pretraining.run_pretraining(options, strategy)
     for result in report.get("eval_results", []):
         logging.info("eval %s", result)
     return report

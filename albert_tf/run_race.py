@@ -18,8 +18,15 @@ from albert_tf.tasks.options import RaceOptions
 
 def run(options, strategy=None):
     """Fine-tunes and predicts as `options` say; returns the report."""
-    from albert_tf.tasks import finetune_jobs  # pylint: disable=import-outside-toplevel
-    _, report = finetune_jobs.run_race(options, strategy or options.make_strategy())
+    # Here, not at the top: TensorFlow loads after the flags are read.
+    # pylint: disable=import-outside-toplevel
+    from albert_tf.tasks import finetune_jobs
+    from albert_tf.training import distribute
+    if strategy is None:
+        strategy = distribute.get_strategy(
+            options.strategy, tpu=options.tpu, tpu_zone=options.tpu_zone,
+            gcp_project=options.gcp_project)
+    _, report = finetune_jobs.run_race(options, strategy)
     cli.log_report(report, ("best", "predictions", "test_accuracy"))
     return report
 

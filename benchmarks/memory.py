@@ -47,12 +47,13 @@ def measure(preset, seq, batch, accumulation, predictions, steps, dtype):
     from albert_tf import AlbertConfig
     from albert_tf.training import memory
     from albert_tf.training import pretraining
+    from albert_tf.training.options import PretrainingOptions
     from albert_tf.training.trainer import Trainer
     from benchmarks.synthetic import synthetic_batch
 
     runtime = _rss_bytes()  # TensorFlow loaded, nothing built.
     config = AlbertConfig.from_preset(preset)
-    options = pretraining.PretrainingOptions(
+    options = PretrainingOptions(
         input_file="unused", output_dir="unused", config=config,
         train_batch_size=batch, max_seq_length=seq,
         max_predictions_per_seq=predictions, num_train_steps=10**6,

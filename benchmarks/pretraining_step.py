@@ -60,9 +60,10 @@ _ROWS = flags.DEFINE_list(
 def driver_row(config, features, dtype, steps, jit_compile=False):
     """A callable running `steps` steps of the driver's compiled loop."""
     from albert_tf.training import pretraining as train_lib
+    from albert_tf.training.options import PretrainingOptions
     from albert_tf.training.trainer import Trainer
 
-    options = train_lib.PretrainingOptions(
+    options = PretrainingOptions(
         input_file="unused", output_dir="unused", config=config,
         train_batch_size=features["input_word_ids"].shape[0],
         max_seq_length=features["input_word_ids"].shape[1],

@@ -45,10 +45,9 @@ import random
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.tasks import intervals
+from albert_apps import intervals
+from albert_tf.models.serving_dtypes import SERVING_DTYPES
 from benchmarks import serving_common
-
-DTYPES = ("float32", "bfloat16", "int8")
 
 
 def _exports(pretrainer, proto, workdir, seq_length):
@@ -56,7 +55,7 @@ def _exports(pretrainer, proto, workdir, seq_length):
     from export import pretrained_export
 
     models = {}
-    for name, dtype, shape in [(d, d, "dynamic") for d in DTYPES] + [
+    for name, dtype, shape in [(d, d, "dynamic") for d in SERVING_DTYPES] + [
             ("float32 fixed", "float32", "fixed")]:
         paths = pretrained_export.export_pretrainer(
             pretrainer, proto, os.path.join(workdir, name.replace(" ", "_")),
@@ -155,18 +154,19 @@ def run_latency(preset, seq_length, batch, iters_b1, iters_bn, workdir,
 
 
 def format_latency(rows, preset, seq_length):
-    header = ("| request | " + " | ".join("%s ms" % d for d in DTYPES)
-              + " | " + " | ".join("%s speed-up" % d for d in DTYPES[1:])
+    header = ("| request | "
+              + " | ".join("%s ms" % d for d in SERVING_DTYPES) + " | "
+              + " | ".join("%s speed-up" % d for d in SERVING_DTYPES[1:])
               + " | float32 fixed ms | fixed / best dynamic |")
     lines = ["%s, max_seq_length %d, dynamic shapes, serving_single, "
              "medians per batch (steady state)" % (preset, seq_length), "",
              header, "|---" * (header.count("|") - 1) + "|"]
     for name, seconds in rows:
-        cells = ["%.1f" % (1e3 * seconds[d]) for d in DTYPES]
+        cells = ["%.1f" % (1e3 * seconds[d]) for d in SERVING_DTYPES]
         cells += ["%.2fx" % (seconds["float32"] / seconds[d])
-                  for d in DTYPES[1:]]
+                  for d in SERVING_DTYPES[1:]]
         if "float32 fixed" in seconds:
-            best = min(seconds[d] for d in DTYPES)
+            best = min(seconds[d] for d in SERVING_DTYPES)
             cells += ["%.1f" % (1e3 * seconds["float32 fixed"]),
                       "%.2fx" % (seconds["float32 fixed"] / best)]
         else:
@@ -207,7 +207,7 @@ def _fill_mask_accuracy(pretrainer, proto, seq_length, quickstart_dir,
     sentences, masked = _masked_sentences(
         os.path.join(quickstart_dir, "data", "eval.txt"), count)
     results = {}
-    for dtype in DTYPES:
+    for dtype in SERVING_DTYPES:
         paths = pretrained_export.export_pretrainer(
             pretrainer, proto, os.path.join(workdir, "mlm_" + dtype),
             max_seq_length=seq_length, save_keras=False, serving_dtype=dtype)
@@ -220,7 +220,7 @@ def _fill_mask_accuracy(pretrainer, proto, seq_length, quickstart_dir,
                                             sentences))
         results[dtype] = (top1, pooled)
     rows = {}
-    for dtype in DTYPES:
+    for dtype in SERVING_DTYPES:
         top1, pooled = results[dtype]
         ref_top1, ref_pooled = results["float32"]
         cosines = (pooled * ref_pooled).sum(-1) / (
@@ -254,7 +254,7 @@ def _classifier_accuracy(proto, seq_length, quickstart_dir, task, workdir,
     x = (train_a, train_b) if pairs else train_a
     model.fit(x, train_y, batch_size=16, epochs=epochs, verbose=0)
     labels = {}
-    for dtype in DTYPES:
+    for dtype in SERVING_DTYPES:
         path = export_tasks.export_text_classifier(
             model, os.path.join(workdir, "cls_" + dtype),
             serving_dtype=dtype)
@@ -264,7 +264,7 @@ def _classifier_accuracy(proto, seq_length, quickstart_dir, task, workdir,
             text_b=tf.constant(dev_b[i:i + 64] if pairs else []))[
                 "label_id"].numpy() for i in range(0, len(dev_y), 64)])
     rows = {}
-    for dtype in DTYPES:
+    for dtype in SERVING_DTYPES:
         correct = int((labels[dtype] == dev_y).sum())
         rows[dtype] = {
             "accuracy": correct / len(dev_y),
@@ -299,7 +299,7 @@ def format_accuracy(fill_mask, classifier, task):
     lines = ["| precision | fill-mask top-1 = float32 | pooled cosine "
              "(lowest / mean) | %s dev accuracy [95%%] | vs float32 | "
              "labels = float32 |" % task, "|---|---|---|---|---|---|"]
-    for dtype in DTYPES:
+    for dtype in SERVING_DTYPES:
         mlm, cls = fill_mask[dtype], classifier[dtype]
         lines.append("| %s | %.1f%% | %.4f / %.5f | %.1f%% [%.1f, %.1f] | "
                      "%+.2f points | %.1f%% |" % (

@@ -94,7 +94,7 @@ def define_flags():
 
 def main(argv, options):
     del argv
-    from albert_tf.tasks import intervals
+    from albert_apps import intervals
 
     values = {name: flag.value for name, flag in options.items()}
     work_dir = values["work_dir"] or tempfile.mkdtemp(prefix="sop_cue_")

@@ -1,70 +1,20 @@
-r"""The pretraining-data builder as an Apache Beam pipeline (`--runner=...`).
-
-    python -m data_prep.create_pretraining_data --runner=DataflowRunner \
-        --input_file='gs://bucket/corpus/*.txt.gz' \
-        --output_file=gs://bucket/data/train.tfrecord --num_output_shards=256 \
-        --spm_model_file=gs://bucket/vocab/30k-clean.model [Beam options]
+"""The pretraining-data builder as an Apache Beam pipeline (`--runner=...`).
 
 The local builder's work (`data_prep.pipeline`) as Beam transforms:
+ReadUnit (whole documents in chunks, `reader.iter_chunks`) -> BuildChunk
+(preprocess, SentencePiece, pairs, masks, frames: `pipeline.ChunkProcessor`;
+each record keyed by its shuffle bucket) -> GroupByKey -> SortBucket (a
+bucket's records sorted, one piece file per bucket) -> WriteShard (once per
+output shard: its share of every piece, in bucket order) -> Commit
+(`output.commit_run`: the shards and the statistics in place, the pieces
+removed). In the chunk order (`global_shuffle=False`) BuildChunk writes one
+piece per chunk and there is no GroupByKey.
 
-    reading units --Reshuffle--> ReadUnit: whole documents in chunks
-        (`reader.iter_chunks`; read counters on a side output)
-    --Reshuffle--> BuildChunk: preprocess, SentencePiece, pairs, masks,
-        frames (`pipeline.ChunkProcessor`); each record with its shuffle key
-        (`shuffle.record_keys`), keyed by its bucket (`shuffle.bucket_of`);
-        the chunk's `(key, count, counters)` down the pipeline
-    --GroupByKey--> SortBucket: a bucket's records sorted by (key, bytes),
-        written to one piece file per bucket; its `(bucket, count)` down the
-        pipeline
-    --> WriteShard, once per output shard: with every bucket's count known,
-        copies its share of each piece, in bucket order, to
-        its hidden temporary name (`.<shard>.incomplete`)
-    --> Commit: puts the shards and the statistics (a Beam combine of the
-        chunks' and units' counters, and the mixing measure read back from
-        the shards) in place of the earlier run's files
-        (`output.commit_run`), removes the pieces.
-
-The launcher holds the output's lock (`pipeline.output_lock`) while the
-pipeline runs, checks every value and the outputs before it starts, and
-removes the temporary files of a failed run; a killed launcher leaves the
-pieces in `.<name>.beam-temp-<id>` and hidden unfinished shards, which the
-next run of the same output removes.
-
-With `global_shuffle=False` (the chunk order) BuildChunk writes one piece
-per chunk, in the chunk's own order, and WriteShard copies them in chunk
-order: no GroupByKey.
-
-Bytes. Chunk boundaries, seeds, shuffle keys and the sharding rule are the
-local builder's (`data_prep.shuffle`, `data_prep.output`), so the shards are
-byte-identical to a local run with the same input, seed and flags, on any
-runner, whatever the bucket count. A piece file holds `num_output_shards`
-little-endian uint64 byte sizes, then the piece's records grouped by their
-index modulo `num_output_shards`: the record at position p of the output
-goes to shard `p % num_output_shards`, so each shard takes one whole group
-of each piece.
-
-Retries. Every write can run twice: a piece or a shard is written under a
-name of its attempt's own and renamed over its final name (a shard is
-rebuilt whole from the pieces), the piece lists are deduplicated by key, and
-the commit skips what a previous attempt did. So a bundle that a runner
-retries (Dataflow, Flink, Spark, the BundleBasedDirectRunner) rewrites the
-same bytes and no record is written twice. The DirectRunner does not retry:
-the first error fails the pipeline, the launcher removes the temporary files,
-and the earlier run's files stay as they were.
-
-Memory. A worker holds one chunk (its text and records), as a local worker
-does, or one bucket: the bucket count is set so a bucket holds about
-`shuffle_memory_bytes` of records (`shuffle.bucket_bits`, from a generous
-estimate of the output size). WriteShard copies 1 MB at a time; the piece
-lists hold one key and count per piece. Runners stream PCollections between
-steps and spill the GroupByKey to disk; the DirectRunner keeps each step's
-output in memory, so it suits tests and small corpora.
-
-Workers never import TensorFlow: paths go through Beam's FileSystems
-(`data_prep.filesystems.BEAM`, gs:// with `apache-beam[gcp]`), and the
-SentencePiece model travels inside the pipeline (its bytes are part of
-BuildChunk). The package itself reaches workers by `--setup_file` (see the
-README).
+The shards are byte-identical to a local run's with the same input, seed
+and flags; every write may run twice, so a retried bundle rewrites the same
+bytes; workers never import TensorFlow. The launcher holds the output's lock
+and removes a failed run's temporary files. Commands, runners, retries,
+memory and the piece files' format: docs/beam.md.
 """
 
 import functools

@@ -88,6 +88,25 @@ def check_values(options):
                              f"Received: {value!r}")
 
 
+def check_fields(holder, names, ok, message):
+    """Checks the fields of an object that `check_values` cannot see (a
+    config, or options built without the flags' ranges).
+
+    Args:
+        holder: the object holding the fields.
+        names: the field names, checked in this order.
+        ok: `ok(value)` is true for a good value.
+        message: the error, formatted with the field's `name` and `value`.
+
+    Raises:
+        ValueError: `message` for the first field whose value is not `ok`.
+    """
+    for name in names:
+        value = getattr(holder, name)
+        if not ok(value):
+            raise ValueError(message.format(name=name, value=value))
+
+
 def _flag_type(hint):
     """`str`, `int`, `float` or `bool` from a field's annotation."""
     if typing.get_origin(hint) is typing.Union:

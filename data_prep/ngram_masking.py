@@ -1,8 +1,8 @@
 """The masked-LM masking rules, as data and small pure functions.
 
 Two implementations mask pretraining sequences: the static record builder
-(`data_prep.instances`, NumPy) and dynamic masking inside tf.data
-(`albert_tf.training.input_pipeline`, TensorFlow graph ops). Both take every
+(`data_prep.static_masking`, NumPy) and dynamic masking inside tf.data
+(`albert_tf.training.dynamic_masking`, TensorFlow graph ops). Both take every
 rule and number from this module, so they cannot drift apart; the TensorFlow
 one turns the numbers into constant tensors. This module needs no TensorFlow:
 the record builder's worker processes never load it.

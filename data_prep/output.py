@@ -1,63 +1,27 @@
 """Where the pretraining-data builder writes, and how it replaces a run.
 
-Names. `--output_file=data/train.tfrecord` gives the shard
-`data/train.tfrecord` (one shard) or `data/train.tfrecord-00000-of-00064`, ...
-(`--num_output_shards=64`), or the shards are listed, comma-separated. The
-statistics file sits beside them as `<directory>/stats.<name>.json`, where
-`<name>` is the whole output name (the first shard's of a list):
-`data/stats.train.tfrecord.json`. Two outputs in one folder never share one,
-and a record glob such as `data/train.tfrecord*` never catches it
-(`stats_path`). One run at a time writes an output: the builders hold
-`safe_io.OutputLock` on the output's (first) path for the whole run.
+Names: `--output_file=data/train.tfrecord` gives one shard of that name, or
+`data/train.tfrecord-00000-of-00064`, ... (`--num_output_shards=64`), or a
+comma-separated list; the statistics file is `<directory>/stats.<name>.json`
+(`stats_path`), which no record glob of the shards catches.
 
-Replacing a run, never losing data:
-- every file a run would write or remove is checked against the inputs
-  first, after globs, comma lists and links are resolved, and the run is
-  refused before anything is written if one of them is an input
-  (`check_not_inputs`), as is an output that cannot be written
-  (`check_outputs`);
-- shards are written under hidden temporary names
-  (`safe_io.temporary_path`: `.<name>.incomplete`, which no glob of the
-  final names matches), every write checked, so an interrupted or failed
-  run (a kill, a full disk) leaves the previous run's files as they were;
-- once every shard is complete, `commit_run` puts the run in place: the
-  statistics are written (the last write), the earlier statistics file and
-  the earlier run's files of the same `--output_file` are removed (shards of
-  another shard count, the unsharded file, unfinished files of killed runs,
-  statistics files of older namings that describe this output's shards and
-  no other's: `earlier_outputs`), then the shards and last the statistics
-  are renamed into place. A file is removed only if its name and content
-  show it is one of those outputs.
+A run never loses data: its outputs are checked against its inputs before
+anything is written (`check_not_inputs`, `check_outputs`); shards are
+written under hidden temporary names; then `commit_run` removes the earlier
+run's files of the same output (`earlier_outputs`: only files whose name and
+content show they are) and renames the shards and, last, the statistics
+into place. A kill before the commit leaves the earlier run whole; a kill
+during it leaves no statistics file and a shard set that readers refuse
+(`safe_io.check_shard_set`) until the next run rebuilds it.
 
-What a kill during the commit (a few renames) leaves, and what a reader
-sees: no statistics file for the output, and a shard set with some shards
-missing, which readers refuse (`safe_io.check_shard_set`, used by training)
-rather than reading a mix of two runs; a statistics file is present only
-beside a whole set. The next run of the builder into the same output
-rebuilds and replaces it all. A kill before the commit leaves the earlier
-run's files whole; its hidden unfinished files are removed by the next run.
+One sharding rule for the local builder and the Beam pipeline, so both
+write the same bytes: the record at position p of the output order goes to
+shard `p % num_shards` (`shard_of`). The local builder deals records as they
+come (`ShardSet`); the Beam pipeline stores each piece's records grouped by
+their index modulo `num_shards`.
 
-Order and sharding, one rule for the local builder and the Beam pipeline
-(so both write the same bytes for the same input, seed and flags):
-- the output order is one global random order: the records sorted by their
-  seeded shuffle keys (`data_prep.shuffle`); with `--noglobal_shuffle`, the
-  chunks in corpus order (`reader.Chunk.key`: the reading unit, then the
-  chunk within it), each chunk's records in the chunk's own seeded shuffled
-  order;
-- the record at position p of that order goes to shard `p % num_shards`
-  (`shard_of`), so shard sizes differ by at most one record, and in the
-  global order every shard is a random sample of the whole output.
-The local builder deals records as they come (`ShardSet`). The Beam pipeline
-knows a piece's position (a bucket of the shuffle, or a chunk) only once
-every earlier piece is counted, so each piece's records are stored grouped
-by their index modulo `num_shards`, and each shard then copies, piece by
-piece, the one group that falls to it (`data_prep.beam_pipeline`).
-
-Temporary folders. The global shuffle keeps its buckets in a hidden folder
-beside the shards, `.<name>.shuffle-temp-<id>` (`data_prep.shuffle.temp_dir`;
-the Beam pipeline's pieces: `.<name>.beam-temp-<id>`), removed at the end of
-the run, also after an error; no glob over the shards matches it, and the
-next run of the same output removes one that a killed run left.
+The user's view (names, statistics, reruns, kills, temporary folders):
+docs/pretraining_data.md and docs/reliability.md.
 """
 
 import json

@@ -11,39 +11,17 @@ Data flow (memory stays bounded whatever the corpus size):
     --(main, pass 2: bucket by bucket, sorted by key, dealt round-robin over
        the output shards)--> files
 
-This is the local runner. `data_prep.beam_pipeline` runs the same chunk
-work (`ChunkProcessor`) as Apache Beam transforms and writes the same bytes.
+This is the local runner; `data_prep.beam_pipeline` runs the same chunk
+work (`ChunkProcessor`) as Apache Beam transforms. Each chunk draws from
+generators seeded by `(random_seed, chunk key)` and records go to the shards
+by one rule (`data_prep.output`), so the output is byte-identical for a
+given input and seed whatever `num_workers`, the bucket count, the memory
+budget or the Beam runner. `global_shuffle=False` writes the chunk order in
+one pass; `dynamic_masking` writes the records without masks. At most
+`2 * num_workers` chunks are in flight, plus the 16 MB scatter buffers in
+pass 1 and one bucket in pass 2.
 
-Order: one global random order (`data_prep.shuffle`), as the official
-script writes (it shuffles all instances in memory). Every record has a
-64-bit key drawn from a generator seeded by `(random_seed, chunk key)`; the
-output is the records sorted by key, a uniform random permutation of all
-instances, so the `dupe_factor` maskings of a document and the parts of the
-corpus are spread over the whole output, and every shard is a random sample
-of it. The sort is done in buckets of at most `shuffle_memory_bytes` each:
-records go to temporary files beside the output (removed at the end, also
-after an error), and each bucket is then sorted in memory and written.
-
-Reproducibility: chunk boundaries depend only on the input, each chunk draws
-from generators seeded by `(random_seed, chunk key)`, and records go to the
-shards by one rule (`data_prep.output`: the output order dealt round-robin).
-So the output is byte-identical for a given input and seed whatever
-`num_workers`, the bucket count or the memory budget is, and on any Beam
-runner.
-
-`global_shuffle=False` writes the older chunk order instead: chunks in corpus
-order, each shuffled within itself (about `chunk_bytes` of text and all
-`dupe_factor` maskings of its documents), in one pass. The statistics file
-reports how well the output is mixed (`data_prep.mixing`) in either mode.
-
-`dynamic_masking` writes the records without masks (`input_ids`,
-`input_mask`, `segment_ids`, `token_boundary`, `next_sentence_labels`), for
-`run_pretraining --dynamic_masking`, which masks them afresh each epoch with
-the same rules.
-
-Memory: at most `2 * num_workers` chunks are in flight (their text and
-records), plus the scatter buffers (16 MB) in pass 1 and one bucket in
-pass 2.
+The order, the modes and the statistics, for users: docs/pretraining_data.md.
 """
 
 import collections
@@ -68,6 +46,7 @@ from data_prep import progress
 from data_prep import reader
 from data_prep import safe_io
 from data_prep import schema
+from data_prep import sentence_order
 from data_prep import shuffle
 from data_prep import static_masking
 from data_prep import statistics as stats_lib
@@ -156,7 +135,7 @@ class ChunkProcessor:
         counters["sentences"] = len(offsets) - 1
 
         word_starts = self.start_table[flat_ids]
-        pairs = instances_lib.build_pairs(
+        pairs = sentence_order.build_pairs(
             offsets, documents, word_starts, options, settings.dupe_factor,
             py_rng, counters)
         pairs = pairs.take(np_rng.permutation(len(pairs)))

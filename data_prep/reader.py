@@ -342,13 +342,6 @@ def iter_file_lines(path, counters, max_line_bytes=DEFAULT_MAX_LINE_BYTES,
         yield line
 
 
-def iter_lines(paths, counters, max_line_bytes=DEFAULT_MAX_LINE_BYTES,
-               remote=filesystems.GFILE):
-    """Yields the decoded lines of several files in order (see above)."""
-    for path in paths:
-        yield from iter_file_lines(path, counters, max_line_bytes, remote)
-
-
 def plan_units(paths, sizes, chunk_bytes):
     """Cuts the file list into reading units.
 

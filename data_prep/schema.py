@@ -226,10 +226,3 @@ def encode_examples(features):
         body = b"".join(parts)
         records.append(b"".join((b"\x0a", _varint(len(body)), body)))
     return records
-
-
-def encode_example(features):
-    """Serializes one example (a dict name -> 1-D sequence) to bytes."""
-    return encode_examples(
-        {name: np.asarray(values)[None, :] for name, values in features.items()}
-    )[0]

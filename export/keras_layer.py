@@ -1,7 +1,8 @@
 """Loading the exported encoder back into Keras, for fine-tuning.
 
-    layer = load_encoder("/models/albert_encoder/3")              # SavedModel
-    layer = load_encoder("/models/albert_encoder/3/encoder.keras")  # Keras file
+    layer = load_exported_encoder("/models/albert_encoder/3")  # SavedModel
+    layer = load_exported_encoder(
+        "/models/albert_encoder/3/encoder.keras")  # Keras file
     outputs = layer({"input_word_ids": ..., "input_mask": ...,
                      "input_type_ids": ...})
     pooled = outputs["pooled_output"]
@@ -48,7 +49,7 @@ class EncoderLayer(keras.layers.TFSMLayer):
         self._track_variable(variable)
 
 
-def load_encoder(path, trainable=True):
+def load_exported_encoder(path, trainable=True):
     """Loads an exported encoder as a Keras layer or model.
 
     Args:
@@ -77,24 +78,3 @@ def load_encoder(path, trainable=True):
     if not tf.saved_model.contains_saved_model(path):
         raise FileNotFoundError("No SavedModel at %r" % (path,))
     return EncoderLayer(path, trainable=trainable)
-
-
-def save_encoder(encoder, path):
-    """Saves an `albert_tf.AlbertEncoder` as a `.keras` file.
-
-    Args:
-        encoder: the encoder (for a pretrainer, its `.encoder`).
-        path: the file to write; must end in `.keras`.
-
-    Returns:
-        `path`.
-
-    Raises:
-        ValueError: `path` does not end in `.keras`.
-    """
-    path = str(path)
-    if not path.endswith(".keras"):
-        raise ValueError("A Keras file name ends in '.keras'. Received: %r"
-                         % (path,))
-    encoder.save(path)
-    return path

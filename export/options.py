@@ -7,7 +7,6 @@ before TensorFlow loads; the work is `export.pretrained_export`.
 import dataclasses
 from typing import Optional
 
-from albert_tf.tasks.options import SERVING_DTYPES  # noqa: F401
 from albert_tf.tasks.options import serving_dtype_option
 from data_prep.flag_options import option
 

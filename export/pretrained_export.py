@@ -20,7 +20,6 @@ from data_prep import safe_io
 from data_prep import vocab
 from albert_tf.models import serving_copy
 from export import layout
-from export.options import ExportOptions  # pylint: disable=unused-import
 from export import serving_dtype_auto
 from export import signatures
 from export import serving_compat

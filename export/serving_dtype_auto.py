@@ -1,17 +1,17 @@
 """The serving precision of an export, and `serving_dtype="auto"`.
 
 An export's text-in model computes in one of
-`albert_tf.models.serving_copy.SERVING_DTYPES` (float32, bfloat16, int8).
+`albert_tf.models.serving_dtypes.SERVING_DTYPES` (float32, bfloat16, int8).
 Which is fastest depends on the CPU: bfloat16 matmuls are fast only with
 AVX512_BF16 or AMX, and int8 ones only compiled by XLA (on this project's
 2-core machines an int8 `tf.matmul` ran at half the float32 rate through
 TensorFlow's kernel and several times it through XLA). So "auto" measures,
 on the exporting machine:
 
-1. Each candidate (`CANDIDATES`) is built (`serving_copy.serving_copy`, run the
-   way the export runs it) and fed `SAMPLE_ROWS` pseudo-texts: pieces drawn
-   from the vocabulary by their unigram scores, of random lengths up to the
-   export's sequence length.
+1. Each candidate (`SERVING_DTYPES`) is built (`serving_copy.serving_copy`,
+   run the way the export runs it) and fed `SAMPLE_ROWS` pseudo-texts: pieces
+   drawn from the vocabulary by their unigram scores, of random lengths up to
+   the export's sequence length.
 2. Its outputs are compared with float32's (`agreement`): every row's
    `pooled_output` cosine, the top-1 masked-LM prediction at sampled
    positions, and a task model's predicted labels or answer positions. A
@@ -37,11 +37,11 @@ from absl import logging
 
 from albert_tf.layers import preprocessing
 from albert_tf.models import serving_copy
+from albert_tf.models.serving_dtypes import SERVING_DTYPE_CHOICES
+from albert_tf.models.serving_dtypes import SERVING_DTYPES
 from albert_tf.training import hardware
 from export import signatures
 
-CANDIDATES = serving_copy.SERVING_DTYPES
-CHOICES = serving_copy.SERVING_DTYPES + ("auto",)
 CHOICE_FILE = os.path.join("assets.extra", "serving_dtype.json")
 SAMPLE_ROWS = 32
 REPEATS = 5
@@ -55,12 +55,13 @@ TOLERANCES = {
 
 
 def check_choice(serving_dtype):
-    """Returns `serving_dtype` if it is one of `CHOICES`.
+    """Returns `serving_dtype` if it is one of `SERVING_DTYPE_CHOICES`.
 
     Raises:
         ValueError: anything else, naming the accepted values.
     """
-    return serving_copy.check_serving_dtype(serving_dtype, CHOICES)
+    return serving_copy.check_serving_dtype(serving_dtype,
+                                            SERVING_DTYPE_CHOICES)
 
 
 def sample_inputs(sp_model, seq_length, rows=SAMPLE_ROWS, masks=4, seed=0):
@@ -154,7 +155,7 @@ def _numpy(outputs):
             if isinstance(value, tf.Tensor) and value.dtype.is_floating}
 
 
-def choose(make_run, inputs, candidates=CANDIDATES, repeats=REPEATS):
+def choose(make_run, inputs, candidates=SERVING_DTYPES, repeats=REPEATS):
     """Times and checks every candidate precision; returns the record.
 
     Args:
@@ -267,7 +268,7 @@ def serving_model(model, serving_dtype, spm_model_proto, seq_length):
 
     Args:
         model: the trained model (an `AlbertPretrainer` or a task model).
-        serving_dtype: one of `CHOICES`.
+        serving_dtype: one of `SERVING_DTYPE_CHOICES`.
         spm_model_proto: its SentencePiece model (for "auto"'s sample).
         seq_length: the export's `max_seq_length` (the sample's T).
 

@@ -1,67 +1,19 @@
 """Builders of the three exported SavedModels.
 
-The end-to-end serving model (text in; what TF Serving serves):
+- The end-to-end serving model (text in; what TF Serving serves): the
+  signatures `serving_default(text, text_b)`, `serving_single(text)`,
+  `fill_mask(text)` and `sop(text, text_b)`, with `albert_config.json` and
+  `spm.model` as assets.
+- The TF-Hub-style encoder (int32 ids in; `pooled_output`,
+  `sequence_output`, `encoder_outputs` out) and preprocessor (text in, the
+  encoder's inputs out).
 
-- `serving_default(text, text_b)`: `text` string `[B]`; `text_b` string `[B]`,
-  optional (the SignatureDef holds its default, an empty `[0]` tensor: no
-  second segment; a row whose `text_b` is empty or blank is single-segment
-  too). Returns `pooled_output` float32 `[B, H]`, `sequence_output` float32
-  `[B, T, H]`, `input_mask` int32 `[B, T]`. Model servers that fill inputs
-  from SignatureDef defaults (recent TF Serving, REST and gRPC) take it
-  without `text_b`; Python's `signatures[...]` calls do not apply defaults.
-- `serving_single(text)`: `text` string `[B]`, single segments; the outputs
-  of `serving_default`. Needs no default anywhere (Python, older servers).
-  The root's `serve(text)` / `serve(text, text_b)` is the same from Python.
-- `fill_mask(text)`: `text` string `[B]` holding `[MASK]` markers. Returns,
-  with M the most masks of a row in the batch and K the export's top k:
-  `mask_positions` int32 `[B, M]` (index of each mask in the packed
-  sequence), `top_k_ids` int32 `[B, M, K]`, `top_k_pieces` string `[B, M, K]`,
-  `top_k_probabilities` float32 `[B, M, K]` (softmax over the vocabulary,
-  best first). Slots past a row's own masks hold -1, -1, "" and 0.
-  `dropped_masks` int32 `[B]` counts the row's markers that got no
-  prediction: those cut off by the sequence length, and `[mask]` written in
-  another case (only `[MASK]`, upper case, is a marker; other spellings are
-  read as text).
-- `sop(text, text_b)`: both string `[B]`. Returns `sop_logits` and
-  `sop_probabilities` float32 `[B, 2]`: index 0 "in order", 1 "swapped".
-
-Output shape contract, T: text longer than the export's `max_seq_length`
-is truncated to it. With `serving_shape="dynamic"` (the default) the batch
-is padded only to its longest packed row (`[CLS]`, `[SEP]`s included),
-rounded up to a multiple of 8 and capped at `max_seq_length`, so T varies
-from request to request (between min(8, max_seq_length) and
-max_seq_length); a request of 5 tokens returns `sequence_output`
-`[1, 8, H]`. With `serving_shape="fixed"` T is always `max_seq_length`
-(static shapes, for TPU serving and batching servers). At the positions
-where `input_mask` is 1 both give the same values (to float rounding; the
-padding is masked out of attention); `sequence_output` at positions where
-`input_mask` is 0 is padding, with no defined value (the dynamic export runs
-a mixed batch in groups of rows of about the same length, see
-`run_by_length`, and leaves zeros past a group's length). Tokenization
-and packing are those of `albert_tf.layers.preprocessing`. Assets:
-`albert_config.json`, `spm.model`.
-
-The TF-Hub-style encoder (ids in):
-
-- `__call__(inputs, training=False)`, `serve(inputs)`, `serve_training(inputs)`:
-  `inputs` a dict of int32 `[B, T]` `input_word_ids`, `input_mask`,
-  `input_type_ids`; returns `pooled_output`, `sequence_output`,
-  `encoder_outputs` (a list, one `[B, T, H]` per executed block) and
-  `default` (= `pooled_output`). Attributes `variables`,
-  `trainable_variables`, `regularization_losses`.
-- `serving_default` signature: the same inputs as keywords; outputs
-  `pooled_output`, `sequence_output`, `default`.
-
-The TF-Hub-style preprocessor (text in, encoder inputs out):
-
-- `__call__(text)`: string `[B]` to the encoder inputs at `max_seq_length`
-  (also the `serving_default` signature, input `text`).
-- `tokenize(text)`: string `[B]` to int32 ragged `[B, (n)]`;
-  `tokenize.get_special_tokens_dict()`: int32 scalars `vocab_size`,
-  `start_of_sequence_id`, `end_of_segment_id`, `padding_id`, `mask_id`.
-- `bert_pack_inputs(segments, seq_length)`: a list of one or two int32 ragged
-  `[B, (n)]` and an int32 scalar (default `max_seq_length`) to the encoder
-  inputs of that length.
+Their inputs, outputs and shapes are documented for users in
+docs/serving.md. With `serving_shape="dynamic"` (the default) T is the
+batch's longest packed row rounded up to 8 and capped at `max_seq_length`,
+and a mixed batch runs in groups of rows of about the same length
+(`run_by_length`); with "fixed" T is always `max_seq_length`. Tokenization
+and packing are those of `albert_tf.layers.preprocessing`.
 
 Shape legend: B batch, T sequence length, H hidden, M masks, K top k.
 """
@@ -189,10 +141,9 @@ def _zero_row(value):
 
 
 # What one more call of the model costs, in padded tokens: a call reads all
-# of the encoder's weights whatever its length (ALBERT-base, 2 cores: about
-# 43 ms before its first token, then 0.73 ms a token, float32; bfloat16 and
-# int8 about 90 and 25 tokens' worth), so two length groups run as one when
-# the padding that adds costs less than a call.
+# of the encoder's weights whatever its length (ALBERT-base's cost per call
+# and per token: docs/benchmarks.md, "Serving"), so two length groups run as
+# one when the padding that adds costs less than a call.
 GROUP_COST_TOKENS = 64
 
 

@@ -16,10 +16,26 @@ def test_model_dir_round_trip(tmp_path):
     spm.write_bytes(b"spm bytes")
     checkpoint.save_model_dir(model, str(tmp_path / "out"), spm_model_file=str(spm))
     assert (tmp_path / "out" / "spm.model").read_bytes() == b"spm bytes"
-    loaded = checkpoint.load_model_dir(str(tmp_path / "out"))
-    assert loaded.config == model.config
+    config = AlbertConfig.from_json_file(
+        str(tmp_path / "out" / checkpoint.CONFIG_NAME))
+    assert config == model.config
+    loaded = AlbertPretrainer(config)
+    checkpoint.restore_model(loaded, str(tmp_path / "out"))
     for a, b in zip(model.weights, loaded.weights):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_files_beside_a_checkpoint_are_found_from_its_folder_or_prefix(
+        tmp_path):
+    checkpoint.save_model_dir(_model(), str(tmp_path))
+    (tmp_path / checkpoint.SPM_NAME).write_bytes(b"spm bytes")
+    config = str(tmp_path / checkpoint.CONFIG_NAME)
+    prefix = str(tmp_path / checkpoint.CHECKPOINT_NAME)
+    for path in (str(tmp_path), prefix, config):
+        assert checkpoint.find_in_model_dir(
+            path, ["missing.json", checkpoint.CONFIG_NAME]) == config
+    assert checkpoint.find_in_model_dir(prefix, ["missing.json"]) is None
+    assert checkpoint.model_folder(prefix) == str(tmp_path)
 
 
 def test_restores_from_a_training_checkpoint(tmp_path):

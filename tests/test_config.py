@@ -53,12 +53,6 @@ def test_bad_values_name_the_field(field, value, match):
     assert field in str(info.value)
 
 
-def test_group_of_layer_is_the_official_formula():
-    config = AlbertConfig.from_preset("tiny", num_hidden_layers=12,
-                                      num_hidden_groups=3)
-    assert [config.group_of_layer(l) for l in range(12)] == [0] * 4 + [1] * 4 + [2] * 4
-
-
 def test_json_round_trip(tmp_path):
     config = AlbertConfig.from_preset("tiny", share="ffn", num_hidden_groups=2,
                                       inner_group_num=2)

@@ -38,7 +38,7 @@ def test_cli_converts_and_reports_bad_inputs(tmp_path, random_pretrainer,
     safetensors_io.save_file(tensors, path, metadata={"format": "pt"})
     # The program's work in this process: a ValueError, which the program
     # prints as one line with exit status 1 (as a command line:
-    # test_convert_huggingface.py's corrupt weights).
+    # test_huggingface.py's corrupt weights).
     from albert_tf import convert_checkpoint as program
     from albert_tf.convert.options import ConvertOptions
 

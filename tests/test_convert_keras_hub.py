@@ -3,7 +3,6 @@ import os
 import numpy as np
 import pytest
 
-from albert_tf.training import checkpoint
 from albert_tf.convert import weight_set
 from albert_tf.convert import keras_hub as keras_hub_convert
 from albert_tf.convert import names
@@ -83,7 +82,7 @@ def test_converts_a_preset_with_its_tokenizer(keras_hub_preset, tmp_path,
     mapped = dict((m[0], m) for m in report.mapped)
     assert mapped["group_1_inner_layer_0/self_attention_layer/query/kernel"][2:] == (
         (32, 4, 8), "reshape")
-    converted = checkpoint.load_model_dir(out)
+    converted = load_pretrained(out)
     assert len(mapped) == len(names.official_shapes(converted.config)) - 2
     assert not report.skipped
     # The HF round trip of a converted keras-hub model keeps it exactly.

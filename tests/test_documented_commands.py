@@ -115,6 +115,19 @@ def test_commands_are_logical_lines_of_the_command_blocks():
     ]
 
 
+def test_code_blocks_are_the_blocks_of_their_language():
+    assert documented.code_blocks(_SAMPLE) == ['print("not a command")\n']
+    assert documented.code_blocks(_SAMPLE, "console") == [
+        "$ python -m pkg.c --z\n"]
+
+
+def test_a_code_block_is_picked_out_by_its_key():
+    assert "keras.Model(" in documented.code_block(
+        'keras_layer.load_exported_encoder("/models/albert_encoder/1")')
+    with pytest.raises(LookupError, match="picks out 0"):
+        documented.code_block("no such code in any guide")
+
+
 def test_a_command_no_test_runs_is_reported():
     commands = documented.parse(_SAMPLE, "sample.md")
     assert documented.uncovered(commands) == commands

@@ -1,6 +1,6 @@
 """Text-in exports of fine-tuned models: dynamic and fixed shapes agree, and
 `text_b` can be left out. The exports are the session's (`exported_tasks`
-in conftest.py)."""
+in tests/fixtures_export.py)."""
 
 import numpy as np
 import pytest

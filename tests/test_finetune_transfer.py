@@ -4,7 +4,7 @@ above the same model's from random initialization, on a task of text that
 pretraining never saw; and the encoder fine-tuned on the first task serves
 what it scored.
 
-The run is the `builtin_quickstart` fixture (tests/conftest.py): the job's
+The run is the `builtin_quickstart` fixture (tests/fixtures_training.py): the job's
 defaults, with pretraining fixed at the 1200 steps its 300 s budget
 reaches on 2 AVX2 cores. The tasks (`albert_apps.quickstart.downstream`) come from documents of
 standard-library packages left out of pretraining: `section` (which quarter

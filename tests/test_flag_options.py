@@ -12,8 +12,9 @@ import pytest
 from data_prep import flag_options as options_lib
 from data_prep.flag_options import option
 
-from albert_tf.tasks import finetune_jobs
-from albert_tf.training.pretraining import PretrainingOptions
+from albert_tf.tasks.options import ClassifierOptions, FinetuneOptions
+from albert_tf.tasks.options import RaceOptions, SquadOptions
+from albert_tf.training.options import PretrainingOptions
 
 # Every program of the project (their flags are defined only when run).
 PROGRAMS = ("albert_tf.run_pretraining", "albert_apps.run_classifier",
@@ -74,8 +75,8 @@ def test_positional_arguments_are_refused():
 def test_jobs_share_the_common_flags_with_their_own_defaults():
     """One definition of the shared options; each job keeps the official
     names and defaults."""
-    pre, cls = PretrainingOptions(), finetune_jobs.ClassifierOptions()
-    squad, race = finetune_jobs.SquadOptions(), finetune_jobs.RaceOptions()
+    pre, cls = PretrainingOptions(), ClassifierOptions()
+    squad, race = SquadOptions(), RaceOptions()
     assert (pre.train_batch_size, pre.learning_rate, pre.optimizer) == (
         4096, 0.00176, "lamb")
     assert (cls.train_batch_size, cls.learning_rate, cls.optimizer) == (
@@ -85,12 +86,12 @@ def test_jobs_share_the_common_flags_with_their_own_defaults():
     assert (pre.num_steps, pre.num_warmup) == (125000, 3125)
     assert (cls.num_steps, cls.num_warmup) == (1000, 200)
     common = {f.name for f, _ in options_lib.flag_fields(
-        finetune_jobs.finetune.FinetuneOptions)}
-    for cls_ in (finetune_jobs.ClassifierOptions, finetune_jobs.SquadOptions,
-                 finetune_jobs.RaceOptions):
+        FinetuneOptions)}
+    for cls_ in (ClassifierOptions, SquadOptions,
+                 RaceOptions):
         assert common <= {f.name for f, _ in options_lib.flag_fields(cls_)}
     assert "export_dir" not in {f.name for f, _ in
-                                options_lib.flag_fields(finetune_jobs.RaceOptions)}
+                                options_lib.flag_fields(RaceOptions)}
 
 
 def test_every_program_imports_in_one_process_defining_no_flags():
@@ -138,13 +139,13 @@ def test_the_flag_choices_are_the_library_values():
     """The TensorFlow-free options modules spell out values the library
     defines again beside its TensorFlow code."""
     from albert_tf.layers import preprocessing
-    from albert_tf.training import distribute, optimization
+    from albert_tf.training import distribute, lamb
     from albert_tf.training import options as training_options
     from export import options as export_options
 
     assert export_options.SERVING_SHAPES == preprocessing.SERVING_SHAPES
     assert distribute.STRATEGIES is training_options.STRATEGIES
-    assert optimization.OPTIMIZERS is training_options.OPTIMIZERS
+    assert lamb.OPTIMIZERS is training_options.OPTIMIZERS
 
 
 @pytest.mark.parametrize("argv, code, line", [

@@ -1,11 +1,11 @@
-"""95% intervals and verdicts (`albert_tf.tasks.intervals`)."""
+"""95% intervals and verdicts (`albert_apps.intervals`)."""
 
 import math
 import random
 
 import pytest
 
-from albert_tf.tasks import intervals
+from albert_apps import intervals
 
 
 def test_wilson_matches_the_textbook_values():

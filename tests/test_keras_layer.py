@@ -5,8 +5,11 @@ import numpy as np
 import pytest
 
 from export import keras_layer
+from tests.journeys import documented
 
 _NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+# The encoder path of the README's "Load as a Keras layer" example.
+_README_ENCODER = "/models/albert_encoder/1"
 
 
 def _inputs(vocab_size, batch=16, length=10, seed=0):
@@ -24,13 +27,28 @@ def test_round_trip_gives_the_same_outputs(exported_albert):
     inputs = _inputs(encoder.config.vocab_size)
     expected = encoder(inputs, training=False)
     for path in (exported_albert.paths["encoder"], exported_albert.paths["keras"]):
-        loaded = keras_layer.load_encoder(path)
+        loaded = keras_layer.load_exported_encoder(path)
         outputs = loaded(inputs)
         for key in ("pooled_output", "sequence_output"):
             np.testing.assert_allclose(np.asarray(outputs[key]),
                                        np.asarray(expected[key]), atol=1e-5,
                                        err_msg="%s %s" % (path, key))
         assert len(outputs["encoder_outputs"]) == len(expected["encoder_outputs"])
+
+
+def test_the_readme_keras_example_builds_a_classifier(exported_albert):
+    """The README's block, run as written on an exported encoder."""
+    code = documented.code_block(
+        f'keras_layer.load_exported_encoder("{_README_ENCODER}")')
+    names = {}
+    exec(code.replace(_README_ENCODER, exported_albert.paths["encoder"]),
+         names)
+    classifier = names["classifier"]
+    inputs = _inputs(exported_albert.pretrainer.encoder.config.vocab_size,
+                     batch=4)
+    assert classifier.predict(inputs, verbose=0).shape == (4, 2)
+    # The encoder's weights train with the new head.
+    assert len(classifier.trainable_weights) > 2
 
 
 def _exported_encoder(path, vocab_size=64):
@@ -57,7 +75,7 @@ def _exported_encoder(path, vocab_size=64):
 @pytest.mark.slow
 def test_fine_tuning_through_the_savedmodel_lowers_the_loss(tmp_path):
     path, vocab_size = _exported_encoder(tmp_path / "encoder")
-    layer = keras_layer.load_encoder(path)
+    layer = keras_layer.load_exported_encoder(path)
     assert layer.trainable_weights
     assert not any(":" in w.name for w in layer.weights)
     inputs = {name: keras.Input((None,), dtype="int32", name=name)
@@ -81,15 +99,12 @@ def test_fine_tuning_through_the_savedmodel_lowers_the_loss(tmp_path):
     assert np.abs(word_embeddings.numpy() - before).max() > 0
 
 
-def test_save_encoder_and_errors(exported_albert, tmp_path):
-    path = keras_layer.save_encoder(exported_albert.pretrainer.encoder,
-                                    tmp_path / "enc.keras")
-    loaded = keras_layer.load_encoder(path, trainable=False)
-    assert not loaded.trainable_weights
-    with pytest.raises(ValueError, match=".keras"):
-        keras_layer.save_encoder(exported_albert.pretrainer.encoder,
-                                 tmp_path / "enc.h5")
+def test_frozen_load_and_errors(exported_albert, tmp_path):
+    for path in (exported_albert.paths["encoder"],
+                 exported_albert.paths["keras"]):
+        loaded = keras_layer.load_exported_encoder(path, trainable=False)
+        assert not loaded.trainable_weights
     with pytest.raises(FileNotFoundError, match="No SavedModel"):
-        keras_layer.load_encoder(tmp_path)
+        keras_layer.load_exported_encoder(tmp_path)
     with pytest.raises(FileNotFoundError, match="No Keras file"):
-        keras_layer.load_encoder(tmp_path / "missing.keras")
+        keras_layer.load_exported_encoder(tmp_path / "missing.keras")

@@ -9,7 +9,8 @@
 A module may import from its own package and from the packages before it,
 never from one after it: every import statement counts, also one inside a
 function. Nothing under `albert_tf/` imports `export/` (a program that
-exports lives in `albert_apps/`).
+exports lives in `albert_apps/`). No two modules import each other, directly
+or through others, also inside one package.
 """
 
 import ast
@@ -25,6 +26,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RANKS = {
     "data_prep": 0,
     "albert_tf.config": 1,
+    "albert_tf.cross_layer_sharing": 1,
     "albert_tf.layers": 2,
     "albert_tf.models": 3,
     "albert_tf.training": 4,
@@ -89,6 +91,59 @@ def back_imports():
     return found
 
 
+def import_graph():
+    """`{module: {project modules it imports}}` over every module.
+
+    `from pkg import name` imports `pkg.name` when that is a module, else
+    `pkg`; `import a.b.c` imports the longest of `a.b.c`, `a.b`, `a` that is
+    a module. Modules outside the project are left out.
+    """
+    paths = dict(_modules())
+    graph = {}
+    for module, path in paths.items():
+        targets = set()
+        for _, imported in _imports(path):
+            parts = imported.split(".")
+            for n in range(len(parts), 0, -1):
+                target = ".".join(parts[:n])
+                if target in paths:
+                    if target != module:
+                        targets.add(target)
+                    break
+        graph[module] = targets
+    return graph
+
+
+def import_cycles():
+    """The sorted modules of each import cycle (each strongly connected
+    component of `import_graph` with more than one module), sorted."""
+    graph = import_graph()
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(module):  # Tarjan's algorithm.
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for target in sorted(graph[module]):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in on_stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            component = []
+            while not component or component[-1] != module:
+                component.append(stack.pop())
+                on_stack.discard(component[-1])
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(cycles)
+
+
 def test_no_module_imports_against_the_direction():
     assert back_imports() == []
 
@@ -120,6 +175,24 @@ def test_the_check_catches_a_back_import(tmp_path, monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "REPO", str(tmp_path))
     assert back_imports() == [("albert_tf.layers.bad", 2,
                                "albert_tf.training.trainer")]
+
+
+def test_no_import_cycles():
+    assert import_cycles() == []
+
+
+def test_the_check_catches_a_cycle_inside_a_package(tmp_path, monkeypatch):
+    """Two modules of one package importing each other, one of them inside
+    a function and by a name it defines."""
+    package = tmp_path / "albert_tf" / "training"
+    package.mkdir(parents=True)
+    (package / "a.py").write_text("from albert_tf.training import b\n")
+    (package / "b.py").write_text(
+        "def f():\n    from albert_tf.training.a import NAME\n")
+    (package / "c.py").write_text("from albert_tf.training import a\n")
+    monkeypatch.setattr(sys.modules[__name__], "REPO", str(tmp_path))
+    assert import_cycles() == [["albert_tf.training.a",
+                                "albert_tf.training.b"]]
 
 
 def _fresh_lines(code):

@@ -92,3 +92,18 @@ def test_zero_weights_are_finite():
     metrics = losses.metrics_from_stats(losses.pretraining_stats(**b))
     assert all(np.isfinite(v.numpy()) for v in metrics.values())
     assert metrics["masked_lm_loss"].numpy() == 0.0
+
+
+def test_the_two_tasks_separately():
+    """The MLM and SOP halves, each from its own outputs only."""
+    b = _batch(seed=2)
+    expected = _official(b)
+    mlm = losses.masked_lm_stats(b["mlm_logits"], b["masked_lm_ids"],
+                                 b["masked_lm_weights"])
+    sop = losses.sentence_order_stats(b["sop_logits"], b["sop_labels"])
+    np.testing.assert_array_equal(tf.concat([mlm, sop], 0),
+                                  losses.pretraining_stats(**b))
+    np.testing.assert_allclose(losses.masked_lm_loss(mlm[0], mlm[2]),
+                               expected["masked_lm_loss"], rtol=1e-6)
+    np.testing.assert_allclose(losses.sentence_order_loss(sop[0], sop[2]),
+                               expected["sentence_order_loss"], rtol=1e-6)

@@ -14,7 +14,7 @@ from albert_tf import AlbertConfig, AlbertEncoder
 from albert_tf.layers import preprocessing
 from albert_tf.tasks.masked_lm import AlbertMaskedLM
 from albert_tf.training import checkpoint
-from albert_tf.training import optimization
+from albert_tf.training import lamb
 from data_prep import ngram_masking
 from data_prep import vocab
 from export import finetuned_exports as export_tasks
@@ -101,7 +101,7 @@ def test_fit_lowers_the_masked_lm_loss(albert_spm_model):
     texts, epochs = _corpus(), 25
     model.compile(learning_rate=2e-3, num_train_steps=epochs * 6)
     # The paper's fine-tuning recipe by default: AdamW, warmup + decay, clip.
-    assert isinstance(model.optimizer, optimization.AdamW)
+    assert isinstance(model.optimizer, lamb.AdamW)
     assert model.optimizer.clip_norm == 1.0
     pooler = [v.numpy() for v in model.encoder.pooler.weights]
     embeddings = model.encoder.word_embeddings.numpy()

@@ -1,7 +1,7 @@
 """Tests for data_prep.ngram_masking, and that both maskers follow it.
 
 The static builder's masker (`data_prep.static_masking`, NumPy) and the
-dynamic tf.data masker (`input_pipeline.mask_example`, TensorFlow) get the
+dynamic tf.data masker (`dynamic_masking.mask_example`, TensorFlow) get the
 same unmasked records, laid out from real SentencePiece pieces, and mask each
 of them with many seeds. Exact rules are checked on every record (budget,
 whole words, never-masked ids); random ones are checked as statistics that
@@ -18,9 +18,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.training import input_pipeline
+from albert_tf.training import dynamic_masking
 from data_prep import instances
 from data_prep import ngram_masking
+from data_prep import sentence_order
 from data_prep import static_masking
 from data_prep import text as text_lib
 from data_prep import vocab
@@ -105,7 +106,8 @@ def test_word_starts_break_at_never_masked_tokens():
 
 def test_specification_imports_no_tensorflow():
     code = ("import sys; import data_prep.ngram_masking, data_prep.instances, "
-            "data_prep.static_masking; sys.exit('tensorflow' in sys.modules)")
+            "data_prep.sentence_order, data_prep.static_masking; "
+            "sys.exit('tensorflow' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
@@ -138,7 +140,8 @@ def records(spm_model, corpus_dir):
             rows.append((start, a_len, start + a_len, total - 3 - a_len))
     a_start, a_len, b_start, b_len = np.array(rows, np.int64).T
     labels = np.zeros(len(rows), np.int8)
-    pairs = instances.Pairs(a_start, a_len, b_start, b_len, labels, labels)
+    pairs = sentence_order.Pairs(a_start, a_len, b_start, b_len, labels,
+                                 labels)
     table = ngram_masking.start_piece_table(spm_model)
     return (instances.assemble(flat, pairs, L, table),
             spm_model.get_piece_size())
@@ -152,7 +155,7 @@ def _mask_static(records, vocab_size, options):
 
 
 def _mask_dynamic(records, vocab_size, options):
-    dynamic = input_pipeline.DynamicMasking(
+    dynamic = dynamic_masking.DynamicMasking(
         vocab_size=vocab_size, masked_lm_prob=options.masked_lm_prob,
         max_ngram=options.ngram,
         favor_shorter_ngram=options.favor_shorter_ngram,
@@ -162,7 +165,7 @@ def _mask_dynamic(records, vocab_size, options):
                              "next_sentence_labels")}
     seeds = np.arange(len(unmasked["input_ids"]), dtype=np.int64)
     dataset = tf.data.Dataset.from_tensor_slices((unmasked, seeds)).map(
-        lambda f, seed: input_pipeline.mask_example(
+        lambda f, seed: dynamic_masking.mask_example(
             f, seed, options.max_predictions_per_seq, dynamic),
         num_parallel_calls=2).batch(1024)
     batches = [{k: v.numpy() for k, v in b.items()} for b in dataset]

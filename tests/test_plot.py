@@ -83,3 +83,31 @@ def test_log2_x_axis_spaces_doubling_sizes_evenly(tmp_path):
         fractions[xlog] = (upper.max() - columns.min()) / drawn
     assert fractions[True] == pytest.approx(1 / 6, abs=0.04)
     assert fractions[False] == pytest.approx(1 / 14, abs=0.04)
+
+
+def test_an_svg_path_gets_the_same_text_each_time(tmp_path):
+    panels = [dict(title="held-out accuracy", series=[dict(
+        label="eval", x=[10, 20], y=[0.25, 0.5], color=plot.ORANGE,
+        markers=True)])]
+    first, second = str(tmp_path / "a.svg"), str(tmp_path / "b.SVG")
+    plot.save_chart(panels, first, columns=1)
+    plot.save_chart(panels, second, columns=1)
+    text = open(first, encoding="utf-8").read()
+    assert "<svg" in text and "held-out accuracy" in text  # text, not glyphs
+    assert "#ff7f0e" in text  # ORANGE
+    assert open(second, encoding="utf-8").read() == text
+
+
+def test_the_format_follows_the_suffix_or_is_named(tmp_path):
+    panels = [dict(title="one", series=[dict(label="a", x=[1], y=[1.0])])]
+    with pytest.raises(ValueError,
+                       match=r"\.png or \.svg.*Received: path='.*chart\.jpg'"):
+        plot.save_chart(panels, str(tmp_path / "chart.jpg"))
+    with open(tmp_path / "chart.bin", "wb") as f:
+        plot.save_chart(panels, f)  # a file object: PNG
+    assert _image(tmp_path / "chart.bin").shape[2] == 3
+    with open(tmp_path / "chart.bin", "wb") as f:
+        plot.save_chart(panels, f, image_format="svg")
+    assert b"<svg" in (tmp_path / "chart.bin").read_bytes()
+    with pytest.raises(ValueError, match="Received: image_format='gif'"):
+        plot.save_chart(panels, str(tmp_path / "x.png"), image_format="gif")

@@ -469,14 +469,15 @@ def _parse_export_flags(*extra):
     from absl import flags
 
     from data_prep import flag_options as options_lib
+    from export.options import ExportOptions
 
     flag_values = flags.FlagValues()
-    options_lib.define_flags(pretrained_export.ExportOptions, flag_values,
+    options_lib.define_flags(ExportOptions, flag_values,
                              module_name="export_saved_model")
     flag_values(["export_saved_model", "--checkpoint=c",
                  "--albert_config_file=a", "--spm_model_file=s",
                  "--export_dir=e", *extra])
-    return options_lib.from_flags(pretrained_export.ExportOptions, flag_values)
+    return options_lib.from_flags(ExportOptions, flag_values)
 
 
 def test_serving_shape_flag_takes_dynamic_or_fixed():
@@ -492,12 +493,10 @@ def test_serving_shape_flag_takes_dynamic_or_fixed():
 def test_serving_dtype_flag_takes_the_precisions_and_auto():
     from absl import flags
 
-    from export import options
-    from export import serving_dtype_auto
+    from albert_tf.models.serving_dtypes import SERVING_DTYPE_CHOICES
 
-    assert options.SERVING_DTYPES == serving_dtype_auto.CHOICES
     assert _parse_export_flags().serving_dtype == "float32"
-    for value in options.SERVING_DTYPES:
+    for value in SERVING_DTYPE_CHOICES:
         assert _parse_export_flags(
             "--serving_dtype=" + value).serving_dtype == value
     with pytest.raises(flags.IllegalFlagValueError):

@@ -6,8 +6,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
+from albert_tf import AlbertConfig
+from albert_tf import AlbertEncoder
+from albert_tf import AlbertPretrainer
 from tests.layer_checks import assert_nested_close
+from tests.layer_checks import run_model_test
 
 # albert-reference.md §3: MLM and SOP head parameter counts.
 HEAD_COUNTS = {
@@ -22,7 +25,8 @@ def _batch(config, batch=2, length=10, predictions=3, seed=0):
     mask = np.ones((batch, length), "int32")
     mask[1, 7:] = 0
     return {
-        "input_word_ids": rng.integers(0, config.vocab_size, (batch, length)).astype("int32"),
+        "input_word_ids": rng.integers(
+            0, config.vocab_size, (batch, length)).astype("int32"),
         "input_mask": mask,
         "input_type_ids": np.zeros((batch, length), "int32"),
         "masked_lm_positions": rng.integers(1, 7, (batch, predictions)).astype("int32"),
@@ -47,30 +51,31 @@ def test_outputs_and_tied_decoder():
     assert out["mlm_logits"].shape == (2, 3, config.vocab_size)
     assert out["sop_logits"].shape == (2, 2)
     assert out["mlm_logits"].dtype == tf.float32
+    _assert_tied(model)
+
+
+def _assert_tied(model):
     assert model.mlm_head.decoder_table is model.encoder.word_embeddings
     # One copy of the word embeddings among the model's variables.
     assert sum(v is model.encoder.word_embeddings for v in model.weights) == 1
 
 
-def test_save_load_xla_and_mixed_precision():
+def test_model_checks():
     config = AlbertConfig.from_preset("tiny", share="none", num_hidden_layers=2)
-    model = AlbertPretrainer(config)
-    batch = _batch(config)
-    out = model(batch)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "pretrainer.keras")
-        model.save(path)
-        restored = keras.models.load_model(path)
-    assert restored.mlm_head.decoder_table is restored.encoder.word_embeddings
-    assert_nested_close(out, restored(batch), atol=0)
-    compiled = tf.function(lambda b: model(b), jit_compile=True)
-    assert_nested_close(out, compiled(batch), atol=1e-4)
-    mixed = AlbertPretrainer(config, dtype="mixed_bfloat16")
-    mixed.set_weights(model.get_weights())
-    mixed_out = tf.function(lambda b: mixed(b), jit_compile=True)(batch)
-    assert mixed_out["sequence_output"].dtype == tf.bfloat16
-    assert mixed_out["mlm_logits"].dtype == tf.float32
-    assert np.all(np.isfinite(mixed_out["mlm_logits"]))
+    run_model_test(
+        AlbertPretrainer, {"config": config}, _batch(config),
+        {"sequence_output": (2, 10, 32), "pooled_output": (2, 32),
+         "encoder_outputs": [(2, 10, 32)] * 2,
+         "mlm_logits": (2, 3, config.vocab_size), "sop_logits": (2, 2)},
+        # The encoder's 7 embedding, 2 pooler and 2 x 16 block variables;
+        # the MLM head's 5 (the decoder table is the word embeddings) and
+        # the SOP head's 2.
+        expected_num_trainable_weights=7 + 2 + 2 * 16 + 5 + 2,
+        mixed_output_dtype={"sequence_output": "bfloat16",
+                            "pooled_output": "bfloat16",
+                            "encoder_outputs": "bfloat16",
+                            "mlm_logits": "float32", "sop_logits": "float32"},
+        xla_atol=1e-4, each_model=_assert_tied)
 
 
 @pytest.mark.parametrize("share,inner_group_num",
@@ -84,8 +89,9 @@ def test_pretraining_logits_equal_the_full_forward(random_pretrainer, share,
                               num_hidden_layers=4, num_hidden_groups=2)
     inputs = _batch(model.config, batch=3, length=10, predictions=4)
     inputs["masked_lm_positions"][0] = [9, 1, 9, 0]  # any order, repeats, [CLS]
-    weights = tf.constant(np.random.default_rng(1).normal(size=(model.config.vocab_size,)),
-                          tf.float32)
+    weights = tf.constant(
+        np.random.default_rng(1).normal(size=(model.config.vocab_size,)),
+        tf.float32)
     results = []
     for sparse in (False, True):
         with tf.GradientTape() as tape:

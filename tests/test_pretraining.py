@@ -11,6 +11,8 @@ import tensorflow as tf
 from albert_tf import AlbertConfig
 from albert_tf.training import losses
 from albert_tf.training import pretraining as train_lib
+from albert_tf.training.options import PretrainingOptions
+from albert_tf.training.results import read_eval_results
 from albert_tf.training.trainer import Trainer
 from data_prep import schema
 
@@ -53,7 +55,7 @@ def options(input_file, output_dir, **overrides):
         save_checkpoints_steps=2, iterations_per_loop=2, max_eval_steps=2,
         jit_compile=False)
     values.update(overrides)
-    return train_lib.PretrainingOptions(**values)
+    return PretrainingOptions(**values)
 
 
 def trainer(opts, strategy=None):
@@ -196,7 +198,7 @@ def test_train_resume_eval_and_summaries(tmp_path):
     results = report["eval_results"]
     assert [r["checkpoint"] for r in results] == ["ckpt-2", "ckpt-4"]
     assert set(losses.METRIC_NAMES) <= set(results[0])
-    best = train_lib.read_eval_results(os.path.join(out, "best", "eval_results.txt"))
+    best = read_eval_results(os.path.join(out, "best", "eval_results.txt"))
     assert best[0]["masked_lm_accuracy"] == max(r["masked_lm_accuracy"] for r in results)
     assert sorted(read_scalars(os.path.join(out, "train"), "loss")) == [2, 4]
     lr = read_scalars(os.path.join(out, "train"), "learning_rate")
@@ -239,7 +241,7 @@ def test_max_train_seconds_stops_saves_and_resumes(tmp_path, monkeypatch):
     # Loops start at 0, 4 and 8 s; the 4th would start at 12 s > 10 s.
     assert result["timed_out"] and result["step"] == 3
     assert tf.train.latest_checkpoint(out).endswith("ckpt-3")
-    assert [r["checkpoint"] for r in train_lib.read_eval_results(
+    assert [r["checkpoint"] for r in read_eval_results(
         os.path.join(out, "eval_results.txt"))] == ["ckpt-3"]
     # A later run resumes from it, and its own 10 s are not spent. (A new
     # process resuming the directory: test_train_resume_eval_and_summaries,

@@ -3,7 +3,7 @@ learns it: held-out masked-LM accuracy well above the most-frequent-token
 baseline, and held-out SOP above 60%.
 
 The run is the main job's (`albert_apps.quickstart`, the `builtin_quickstart`
-fixture of tests/conftest.py): standard-library docstrings
+fixture of tests/fixtures_training.py): standard-library docstrings
 (`data_prep.builtin_corpus`), a SentencePiece vocabulary and records from
 `data_prep`'s builder, pretrained by `albert_tf.training.pretraining`, every
 checkpoint evaluated on held-out documents. It checks that the whole

@@ -52,7 +52,9 @@ def test_bad_lines_are_counted_skips(tmp_path):
     path = _write(tmp_path / "mixed.txt", data)
     empty = _write(tmp_path / "empty.txt", b"")
     counters = reader.ReadCounters()
-    lines = list(reader.iter_lines([path, empty], counters, max_line_bytes=50))
+    lines = [line for name in (path, empty)
+             for line in reader.iter_file_lines(name, counters,
+                                                max_line_bytes=50)]
     assert lines == ["good one", "last"]
     assert counters.non_utf8_lines == 1
     assert counters.overlong_lines == 1

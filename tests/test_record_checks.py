@@ -176,6 +176,7 @@ def test_run_pretraining_names_a_shape_mismatch_before_writing(tmp_path,
     # ValueError is what the program prints as one line with exit status 1
     # (the same case runs as a command line in tests/test_bad_inputs.py).
     from albert_tf.training import pretraining
+    from albert_tf.training.options import PretrainingOptions
 
     data = tmp_path / "data"
     data.mkdir()
@@ -183,7 +184,7 @@ def test_run_pretraining_names_a_shape_mismatch_before_writing(tmp_path,
     (data / "train.stats.json").write_text(json.dumps({"instances": 8}))
     caplog.set_level(logging.WARNING, logger="absl")
     with pytest.raises(ValueError) as error:
-        pretraining.run_pretraining(pretraining.PretrainingOptions(
+        pretraining.run_pretraining(PretrainingOptions(
             input_file=str(data / "*"), output_dir=str(tmp_path / "out"),
             config=AlbertConfig.from_preset("tiny", vocab_size=64),
             train_batch_size=2, max_seq_length=L, max_predictions_per_seq=20,

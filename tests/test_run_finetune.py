@@ -15,6 +15,7 @@ from albert_tf.training import checkpoint as checkpoint_lib
 from albert_apps import run_squad
 from albert_tf import run_race
 from albert_tf.tasks import finetune_jobs
+from albert_tf.tasks.options import ClassifierOptions, RaceOptions, SquadOptions
 from albert_tf.training import results
 from tests import tasks_testdata
 
@@ -94,12 +95,12 @@ def test_run_regression_and_resume(model_dir, tmp_path):
     data_dir = tasks_testdata.write_glue(str(tmp_path / "glue"))["sts-b"]
     out = str(tmp_path / "run")
     options = dict(FAST, init_checkpoint=model_dir, max_seq_length=24)
-    _, report = finetune_jobs.run_classifier(finetune_jobs.ClassifierOptions(
+    _, report = finetune_jobs.run_classifier(ClassifierOptions(
         task_name="sts-b", data_dir=data_dir, output_dir=out, do_train=True,
         **dict(options, train_step=2)))
     assert report["train"]["history"][-1][0] == 2
     # A second run resumes at step 2 and trains to 4.
-    _, report = finetune_jobs.run_classifier(finetune_jobs.ClassifierOptions(
+    _, report = finetune_jobs.run_classifier(ClassifierOptions(
         task_name="sts-b", data_dir=data_dir, output_dir=out, do_train=True,
         do_eval=True, do_predict=True, **options))
     assert [s for s, _ in report["train"]["history"]] == [4]
@@ -113,7 +114,7 @@ def test_run_squad_v2_and_export(model_dir, tmp_path):
     path, context = tasks_testdata.write_squad(str(tmp_path / "sq.json"),
                                                version_2=True)
     out, serving = str(tmp_path / "run"), str(tmp_path / "serving")
-    report = run_squad.run(finetune_jobs.SquadOptions(
+    report = run_squad.run(SquadOptions(
         output_dir=out, train_file=path, predict_file=path,
         version_2_with_negative=True, init_checkpoint=model_dir,
         max_seq_length=48, doc_stride=16, max_query_length=12, do_train=True,
@@ -141,7 +142,7 @@ def test_run_squad_v2_and_export(model_dir, tmp_path):
 @pytest.mark.slow
 def test_run_race(model_dir, tmp_path):
     root = tasks_testdata.write_race(str(tmp_path / "RACE"))
-    report = run_race.run(finetune_jobs.RaceOptions(
+    report = run_race.run(RaceOptions(
         data_dir=root, output_dir=str(tmp_path / "run"), max_qa_length=16,
         init_checkpoint=model_dir, max_seq_length=40, do_train=True,
         do_eval=True, do_predict=True, **FAST))
@@ -196,7 +197,7 @@ def test_every_glue_layout_trains_evaluates_and_predicts(
     """The distributed files of each task (headers or none, test files
     without labels, MNLI matched and mismatched) through a whole job."""
     out = str(tmp_path / "run")
-    _, report = finetune_jobs.run_classifier(finetune_jobs.ClassifierOptions(
+    _, report = finetune_jobs.run_classifier(ClassifierOptions(
         task_name=task, data_dir=glue_dirs[task], output_dir=out,
         init_checkpoint=model_dir, max_seq_length=24, do_train=True,
         do_eval=True, do_predict=True, **dict(

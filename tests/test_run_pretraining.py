@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertConfig
-from albert_tf.training.optimization import WarmupPolynomialDecay
+from albert_tf.training.schedule import WarmupPolynomialDecay
 from tests import test_pretraining as t
 
 REPO = t.REPO

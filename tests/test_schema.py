@@ -66,10 +66,11 @@ def test_encoded_examples_parse_with_feature_spec():
         np.testing.assert_array_equal(parsed[name].numpy(), values)
 
 
-def test_encode_example_single_and_empty_predictions():
-    features = {"input_ids": [2, 7, 3], "masked_lm_ids": [],
-                "masked_lm_weights": np.zeros(0, np.float32)}
-    example = tf.train.Example.FromString(schema.encode_example(features))
+def test_encode_one_example_with_no_predictions():
+    features = {"input_ids": np.array([[2, 7, 3]]),
+                "masked_lm_ids": np.zeros((1, 0), np.int64),
+                "masked_lm_weights": np.zeros((1, 0), np.float32)}
+    example = tf.train.Example.FromString(schema.encode_examples(features)[0])
     assert list(example.features.feature["input_ids"].int64_list.value) == [2, 7, 3]
     assert example.features.feature["masked_lm_ids"].HasField("int64_list")
     assert example.features.feature["masked_lm_weights"].HasField("float_list")

@@ -112,11 +112,11 @@ def test_refused_export_leaves_no_version(exported_albert, tmp_path,
 
 def test_unknown_version_is_refused_naming_the_known_ones():
     from export import export_saved_model
-    from export import pretrained_export
+    from export.options import ExportOptions
 
     known = serving_compat.known_versions()
     assert known[0] == "2.12" and known[-1] == "2.20" and len(known) == 9
-    options = pretrained_export.ExportOptions(
+    options = ExportOptions(
         checkpoint="/does/not/exist", albert_config_file="/does/not/exist",
         spm_model_file="/does/not/exist", export_dir="/does/not/exist",
         tf_serving_version="2.11")

@@ -13,7 +13,7 @@ import tensorflow as tf
 from albert_tf import AlbertConfig, AlbertEncoder
 from albert_tf.tasks.text_models import AlbertTextClassifier
 from albert_tf.training import checkpoint
-from albert_tf.training import optimization
+from albert_tf.training import lamb
 from export import finetuned_exports as export_tasks
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -47,7 +47,7 @@ def test_compile_fit_evaluate_predict_on_python_lists(albert_spm_model):
                                  seq_length=16)
     model.compile(learning_rate=1e-3, num_train_steps=80)
     # The paper's recipe by default: AdamW, warmup + linear decay, clip 1.0.
-    assert isinstance(model.optimizer, optimization.AdamW)
+    assert isinstance(model.optimizer, lamb.AdamW)
     texts, labels = _data()
     history = model.fit(texts, labels, batch_size=8, epochs=20, verbose=0)
     losses = history.history["loss"]

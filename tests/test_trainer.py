@@ -32,6 +32,8 @@ _SCRIPT = textwrap.dedent("""
     import numpy as np
     from albert_tf import AlbertConfig, AlbertPretrainer
     from albert_tf.tasks import finetune_jobs
+    from albert_tf.tasks.options import ClassifierOptions, RaceOptions
+    from albert_tf.tasks.options import SquadOptions
     from albert_tf.training import checkpoint, pretraining
     from tests import tasks_testdata, test_pretraining
 
@@ -52,18 +54,18 @@ _SCRIPT = textwrap.dedent("""
                   save_checkpoints_steps=2, dropout=0.0)
     squad = dict(max_seq_length=48, doc_stride=16, max_query_length=12)
     jobs = {
-        "mrpc": lambda out, s: finetune_jobs.run_classifier(finetune_jobs.ClassifierOptions(
+        "mrpc": lambda out, s: finetune_jobs.run_classifier(ClassifierOptions(
             task_name="mrpc", data_dir=glue["mrpc"], output_dir=out,
             max_seq_length=24, **common), s),
-        "sts-b": lambda out, s: finetune_jobs.run_classifier(finetune_jobs.ClassifierOptions(
+        "sts-b": lambda out, s: finetune_jobs.run_classifier(ClassifierOptions(
             task_name="sts-b", data_dir=glue["sts-b"], output_dir=out,
             max_seq_length=24, **common), s),
-        "squad_v1.1": lambda out, s: finetune_jobs.run_squad(finetune_jobs.SquadOptions(
+        "squad_v1.1": lambda out, s: finetune_jobs.run_squad(SquadOptions(
             train_file=squad1, output_dir=out, **squad, **common), s),
-        "squad_v2.0": lambda out, s: finetune_jobs.run_squad(finetune_jobs.SquadOptions(
+        "squad_v2.0": lambda out, s: finetune_jobs.run_squad(SquadOptions(
             train_file=squad2, version_2_with_negative=True, output_dir=out,
             **squad, **common), s),
-        "race": lambda out, s: finetune_jobs.run_race(finetune_jobs.RaceOptions(
+        "race": lambda out, s: finetune_jobs.run_race(RaceOptions(
             data_dir=race, output_dir=out, max_seq_length=40,
             max_qa_length=16, **common), s),
         "pretraining": lambda out, s: pretraining.run_pretraining(

@@ -8,7 +8,8 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.training import xla_autotune
-from albert_tf.training import pretraining as train_lib
+from albert_tf.training.options import PretrainingOptions
+from albert_tf.training.options import parse_jit_compile
 from data_prep import flag_options as options_lib
 from tests import test_pretraining as t
 
@@ -17,12 +18,12 @@ from tests import test_pretraining as t
     (None, None), ("auto", None), ("AUTO", None), (True, True), ("true", True),
     ("1", True), (False, False), ("false", False), ("0", False)])
 def test_parse(value, expected):
-    assert xla_autotune.parse(value) is expected
+    assert parse_jit_compile(value) is expected
 
 
 def test_a_bad_value_names_the_accepted_ones():
     with pytest.raises(ValueError, match="true, false or auto.*'sometimes'"):
-        xla_autotune.parse("sometimes")
+        parse_jit_compile("sometimes")
 
 
 @pytest.mark.parametrize("argv, expected", [
@@ -30,15 +31,15 @@ def test_a_bad_value_names_the_accepted_ones():
     (["--nojit_compile"], False), (["--jit_compile=false"], False)])
 def test_the_flag_takes_true_false_and_auto(argv, expected):
     values = flags.FlagValues()
-    options_lib.define_flags(train_lib.PretrainingOptions, values, "test")
+    options_lib.define_flags(PretrainingOptions, values, "test")
     values(["prog", "--input_file=x", "--output_dir=y"] + argv)
-    assert options_lib.from_flags(train_lib.PretrainingOptions,
-                                  values).jit_compile is expected
+    options = options_lib.from_flags(PretrainingOptions, values)
+    assert options.jit_compile is expected
 
 
 def test_the_flag_refuses_other_values():
     values = flags.FlagValues()
-    options_lib.define_flags(train_lib.PretrainingOptions, values, "test")
+    options_lib.define_flags(PretrainingOptions, values, "test")
     with pytest.raises(flags.IllegalFlagValueError, match="true, false or auto"):
         values(["prog", "--input_file=x", "--output_dir=y",
                 "--jit_compile=sometimes"])
@@ -56,6 +57,27 @@ def test_chooser_alternates_skips_the_compiling_windows_and_keeps_the_faster():
     assert order == [False, True] * 3
     assert chooser.medians() == pytest.approx({"no_xla": 1.1, "xla": 0.6})
     assert chooser.choice is True
+
+
+def test_the_loop_runner_times_windows_then_keeps_the_choice():
+    calls, chosen = [], []
+
+    def run_loop(jit, num_steps):
+        calls.append((jit, num_steps))
+        return "stats", num_steps, (0.5 if jit else 1.0) * num_steps
+
+    def finish(chooser):
+        chosen.append(chooser.choice)
+        return chooser.choice
+
+    runner = xla_autotune.LoopRunner(
+        run_loop, None, xla_autotune.Chooser(window_steps=2, repeats=1),
+        finish)
+    results = [runner(10) for _ in range(5)]
+    # Four windows of 2 steps, alternating; then whole loops, with XLA.
+    assert calls == [(False, 2), (True, 2), (False, 2), (True, 2), (True, 10)]
+    assert chosen == [True] and runner.jit_compile is True
+    assert results[-1] == ("stats", 10, 5.0)
 
 
 def test_cpu_device_rule():

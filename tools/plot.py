@@ -1,9 +1,12 @@
-"""Training curves as a PNG, drawn with matplotlib (Agg: no display needed).
+"""Training curves as a PNG or an SVG, drawn with matplotlib (Agg: no
+display needed).
 
 `read_scalars` reads the scalar summaries of a TensorBoard log folder (what
 the trainer writes); `save_chart` draws panels of line series (steps on x,
-a log scale for losses, a legend per panel) into a PNG. Only the reporting
-code imports this module; TensorBoard reads the same logs interactively.
+a log scale for losses, a legend per panel) into a PNG, or into an SVG (text,
+for charts kept in the repository), as the file's suffix says. Only the
+reporting code imports this module; TensorBoard reads the same logs
+interactively.
 """
 
 import os
@@ -15,13 +18,38 @@ GREEN = (44, 160, 44)
 RED = (214, 39, 40)
 GRAY = (150, 150, 150)
 
+# File suffix -> the format written.
+FORMATS = {".png": "png", ".svg": "svg"}
+# SVG text that is the same for the same chart: fixed element ids, no date,
+# and text kept as text rather than drawn glyphs.
+_SVG_SETTINGS = {"svg.hashsalt": "albert-tf", "svg.fonttype": "none"}
+
 
 def _rgb(color):
     return tuple(c / 255.0 for c in color)
 
 
-def save_chart(panels, path, columns=2, panel_size=(4.8, 3.4), dpi=100):
-    """Draws panels of line series into a PNG file.
+def _format_of(path, image_format):
+    """The format to write: `image_format`, else the path's suffix (a file
+    object with no format given gets a PNG)."""
+    if image_format is None and isinstance(path, (str, os.PathLike)):
+        suffix = os.path.splitext(os.fspath(path))[1].lower()
+        if suffix not in FORMATS:
+            raise ValueError("A chart is written as .png or .svg, chosen by "
+                             "the file's suffix. Received: "
+                             f"path={os.fspath(path)!r}")
+        return FORMATS[suffix]
+    image_format = image_format or "png"
+    if image_format not in FORMATS.values():
+        raise ValueError("image_format must be one of "
+                         f"{sorted(FORMATS.values())}. Received: "
+                         f"image_format={image_format!r}")
+    return image_format
+
+
+def save_chart(panels, path, columns=2, panel_size=(4.8, 3.4), dpi=100,
+               image_format=None):
+    """Draws panels of line series into a PNG or SVG file.
 
     Args:
         panels: a list of dicts: `title`, `series` (a list of dicts: `label`,
@@ -29,33 +57,42 @@ def save_chart(panels, path, columns=2, panel_size=(4.8, 3.4), dpi=100):
             (bool)), optional `log` (a log-scale y axis, for losses),
             `xlabel` (default "step"), `ylabel` and `xlog` (a base-2
             log-scale x axis, for sizes that double).
-        path: the PNG to write.
+        path: the file to write, or a binary file object; a path's
+            suffix, `.png` or `.svg`, picks the format.
         columns: panels per row.
         panel_size: inches of one panel.
         dpi: pixels per inch.
+        image_format: "png" or "svg" whatever the path (default: from the
+            path's suffix; "png" for a file object).
 
     Raises:
-        ValueError: a series whose `x` and `y` differ in length.
+        ValueError: a series whose `x` and `y` differ in length, a path
+            with another suffix, or another `image_format`.
     """
+    image_format = _format_of(path, image_format)
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib import pyplot
 
-    rows = max(1, -(-len(panels) // columns))
-    figure, axes = pyplot.subplots(
-        rows, columns, figsize=(panel_size[0] * columns, panel_size[1] * rows),
-        dpi=dpi, squeeze=False)
-    try:
-        for index, ax in enumerate(axes.flat):
-            if index >= len(panels):
-                ax.set_visible(False)
-                continue
-            _draw_panel(ax, panels[index])
-        figure.tight_layout()
-        figure.savefig(path, format="png")
-    finally:
-        pyplot.close(figure)
+    svg = image_format == "svg"
+    with matplotlib.rc_context(_SVG_SETTINGS if svg else {}):
+        rows = max(1, -(-len(panels) // columns))
+        figure, axes = pyplot.subplots(
+            rows, columns,
+            figsize=(panel_size[0] * columns, panel_size[1] * rows),
+            dpi=dpi, squeeze=False)
+        try:
+            for index, ax in enumerate(axes.flat):
+                if index >= len(panels):
+                    ax.set_visible(False)
+                    continue
+                _draw_panel(ax, panels[index])
+            figure.tight_layout()
+            figure.savefig(path, format=image_format,
+                           metadata={"Date": None} if svg else None)
+        finally:
+            pyplot.close(figure)
 
 
 def _draw_panel(ax, panel):

@@ -428,9 +428,9 @@ def _from_python(model_name):
         "",
         "# As a trainable Keras layer (SavedModel), or the Keras encoder",
         "from export import keras_layer",
-        "layer = keras_layer.load_encoder(\"$EXPORT_DIR/%s_encoder/1\")"
-        % model_name,
-        "keras_encoder = keras_layer.load_encoder("
+        "layer = keras_layer.load_exported_encoder("
+        "\"$EXPORT_DIR/%s_encoder/1\")" % model_name,
+        "keras_encoder = keras_layer.load_exported_encoder("
         "\"$EXPORT_DIR/%s_encoder/1/encoder.keras\")" % model_name,
         "```",
         "",

@@ -31,8 +31,9 @@ The quickstart measures each task with a linear probe of the frozen
 encoder's features (`albert_apps.quickstart.probing`), pretrained against
 random initialization, and fine-tunes the exported encoder on the first
 task to serve it. `finetune` here is the user's path: the exported encoder
-SavedModel loaded as a Keras layer (`export.keras_layer.load_encoder`), or
-an in-memory `AlbertEncoder`, with a dense layer on `pooled_output`,
+SavedModel loaded as a Keras layer
+(`export.keras_layer.load_exported_encoder`), or an in-memory
+`AlbertEncoder`, with a dense layer on `pooled_output`,
 trained with the official AdamW recipe (warmup, linear decay, clipping at
 global norm 1.0).
 
@@ -343,7 +344,7 @@ def encode_pairs(preprocessor, pairs, seq_length):
 def _load_encoder(encoder):
     from export import keras_layer
     if isinstance(encoder, (str, os.PathLike)):
-        return keras_layer.load_encoder(os.fspath(encoder))
+        return keras_layer.load_exported_encoder(os.fspath(encoder))
     return encoder
 
 
@@ -370,8 +371,8 @@ def finetune(encoder, spm_model, task, seed=0, num_train_steps=200,
 
     Args:
         encoder: an exported encoder SavedModel folder (loaded with
-            `export.keras_layer.load_encoder`) or an `AlbertEncoder`; it is
-            trained in place.
+            `export.keras_layer.load_exported_encoder`) or an
+            `AlbertEncoder`; it is trained in place.
         spm_model: the SentencePiece model file of the encoder's vocabulary.
         task: what `load_task` returned.
         seed: seeds the head's initialization, dropout and the batch order.

@@ -27,7 +27,7 @@ import tensorflow as tf
 
 from albert_tf.layers.task_heads import ClassificationHead
 from albert_tf.models.encoder import INPUT_NAMES
-from albert_tf.training import optimization
+from albert_tf.training import lamb
 
 HEAD_NAME = "classifier"
 
@@ -59,8 +59,9 @@ class Finetuner:
 
     Args:
         encoder: an `AlbertEncoder` (or an exported encoder layer, see
-            `export.keras_layer.load_encoder`); its weights at each run are
-            the `encoder_weights` given to `run`, else what it holds.
+            `export.keras_layer.load_exported_encoder`); its weights at each
+            run are the `encoder_weights` given to `run`, else what it
+            holds.
         num_classes: C.
         num_train_steps: optimizer steps of a run.
         batch_size: examples a step.
@@ -83,7 +84,7 @@ class Finetuner:
         self.dropout = dropout
         self.model = classifier(encoder, num_classes, dropout)
         self.model.compile(
-            optimizer=optimization.create_optimizer(
+            optimizer=lamb.create_optimizer(
                 "adamw", learning_rate, num_train_steps,
                 int(warmup_ratio * num_train_steps)),
             loss={"logits": keras.losses.SparseCategoricalCrossentropy(

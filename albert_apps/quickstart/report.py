@@ -14,8 +14,8 @@ import os
 from data_prep import safe_io
 from tools import plot
 
+from albert_apps import intervals
 from albert_apps.quickstart import stages
-from albert_tf.tasks import intervals
 from albert_tf.training import hardware
 
 REPORT_JSON = "report.json"

@@ -39,8 +39,11 @@ from albert_apps.quickstart.defaults import NUM_TRAIN_STEPS
 from albert_apps.quickstart.defaults import TRAIN_SECONDS
 from albert_apps.quickstart import downstream
 from albert_apps.quickstart import queries
+from albert_tf.training import checkpoint
 from albert_tf.training import hardware
 from albert_tf.training import pretraining
+from albert_tf.training import results as results_lib
+from albert_tf.training.options import PretrainingOptions
 
 # What each stage records (under data/, except where noted).
 CORPUS_JSON = "corpus.json"
@@ -290,7 +293,7 @@ def pretraining_options(records, config, pretrain_dir, max_seq_length=64,
     batch = eval_batch_size(records["eval"]["instances"])
     if max_eval_steps is None:
         max_eval_steps = max(1, records["eval"]["instances"] // batch)
-    return pretraining.PretrainingOptions(
+    return PretrainingOptions(
         input_file=records["train"]["path"], output_dir=pretrain_dir,
         config=config, train_batch_size=train_batch_size,
         eval_batch_size=batch,
@@ -364,11 +367,11 @@ def pretrain(records, vocabulary, pretrain_dir, max_seq_length=64, **kwargs):
     start = time.time()
     result = pretraining.run_pretraining(options)
     eval_results = result["eval_results"]
-    best = pretraining.read_eval_results(os.path.join(
-        pretrain_dir, pretraining.BEST_DIR, pretraining.EVAL_RESULTS))
+    best = results_lib.read_eval_results(os.path.join(
+        pretrain_dir, results_lib.BEST_DIR, results_lib.EVAL_RESULTS))
     # Every checkpoint evaluated, over all runs of this folder.
-    curve = pretraining.read_eval_results(os.path.join(
-        pretrain_dir, pretraining.EVAL_RESULTS))
+    curve = results_lib.read_eval_results(os.path.join(
+        pretrain_dir, results_lib.EVAL_RESULTS))
     return {
         "output_dir": pretrain_dir,
         "preset": "tiny widened (E %d, H %d, %d layers, %d hidden group(s))" % (
@@ -386,8 +389,8 @@ def pretrain(records, vocabulary, pretrain_dir, max_seq_length=64, **kwargs):
         "last_eval": eval_results[-1],
         "eval_curve": curve,
         "best_eval": best[0] if best else eval_results[-1],
-        "best_dir": os.path.join(pretrain_dir, pretraining.BEST_DIR),
-        "eval_results": os.path.join(pretrain_dir, pretraining.EVAL_RESULTS),
+        "best_dir": os.path.join(pretrain_dir, results_lib.BEST_DIR),
+        "eval_results": os.path.join(pretrain_dir, results_lib.EVAL_RESULTS),
     }
 
 
@@ -409,7 +412,7 @@ def export_model(trained, vocabulary, output_dir, max_seq_length=64):
     export_dir = os.path.join(output_dir, "export")
     best_dir = trained["best_dir"]
     paths = pretrained_export.export_from_checkpoint(
-        best_dir, os.path.join(best_dir, "albert_config.json"),
+        best_dir, os.path.join(best_dir, checkpoint.CONFIG_NAME),
         vocabulary["model_file"], export_dir, max_seq_length=max_seq_length,
         top_k=queries.FILL_MASK_TOP_K)
     exported = {"checkpoint_step": int(trained["best_eval"]["global_step"]),

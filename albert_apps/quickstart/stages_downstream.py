@@ -25,8 +25,8 @@ from export import finetuned_exports
 
 from albert_tf.models.encoder import AlbertEncoder
 from albert_tf.models.encoder import INPUT_NAMES
-from albert_tf.training import checkpoint
-from albert_tf.tasks import intervals
+from albert_tf.convert import pretrained
+from albert_apps import intervals
 from albert_apps.quickstart import downstream
 from albert_apps.quickstart import finetuning
 from albert_apps.quickstart import probing
@@ -58,10 +58,10 @@ def pretrained_weights(exported, output_dir, probe):
     """The exported encoder's weights, for fine-tuning in memory.
 
     The best checkpoint (`pretrain/best/`, which stage 5 exported) is
-    restored into an `AlbertEncoder`; the exported encoder SavedModel,
-    loaded as a Keras layer (`export.keras_layer.load_encoder`), must give
-    the same `pooled_output` on `probe` (encoder inputs), or the exported
-    encoder and the checkpoint differ.
+    loaded (`albert_tf.load_pretrained`); the exported encoder SavedModel,
+    loaded as a Keras layer (`export.keras_layer.load_exported_encoder`),
+    must give the same `pooled_output` on `probe` (encoder inputs), or the
+    exported encoder and the checkpoint differ.
 
     Returns:
         (weights, the largest difference of the two outputs).
@@ -70,9 +70,9 @@ def pretrained_weights(exported, output_dir, probe):
         ValueError: the two differ (the checkpoint moved on since the
             export).
     """
-    encoder = checkpoint.load_model_dir(
+    encoder = pretrained.load_pretrained(
         os.path.join(output_dir, "pretrain", "best")).encoder
-    layer = keras_layer.load_encoder(exported["paths"]["encoder"],
+    layer = keras_layer.load_exported_encoder(exported["paths"]["encoder"],
                                      trainable=False)
     ours = encoder(probe)["pooled_output"]
     theirs = layer(probe)["pooled_output"]
@@ -88,7 +88,7 @@ def pretrained_weights(exported, output_dir, probe):
 def task_result(name, runs, counts):
     """One task's entry of the report: mean probe accuracies with their 95%
     intervals (dev set and seeds), the margin of pretraining, its interval
-    and verdict (`albert_tf.tasks.intervals`)."""
+    and verdict (`albert_apps.intervals`)."""
     accuracies = {init: [r["dev_accuracy"] for r in results]
                   for init, results in runs.items()}
     dev = counts["dev"]

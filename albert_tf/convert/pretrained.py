@@ -10,9 +10,9 @@ Formats (`FORMATS`):
 
 Every conversion goes through the canonical form (official TF1 names and
 layouts, `albert_tf.convert.weight_set.Weights`), so any source can be written as
-any target: `albert_tf`, `tf1` or `huggingface`. `ConvertOptions` holds the
-flags of `python -m albert_tf.convert_checkpoint` (the arguments of
-`convert_checkpoint`).
+any target: `albert_tf`, `tf1` or `huggingface`. `load_pretrained` is the one
+loader of weights from disk: the fine-tuning jobs, the text models and the
+converter read every format through it.
 """
 
 import contextlib
@@ -21,22 +21,23 @@ import os
 
 import tensorflow as tf
 
+from albert_tf.config import AlbertConfig
 from albert_tf.training import checkpoint
 from albert_tf.convert import weight_set
 from albert_tf.convert import huggingface
 from albert_tf.convert import keras_hub
 from albert_tf.convert import tf1
-from albert_tf.convert.options import ConvertOptions  # pylint: disable=unused-import
 from albert_tf.convert.options import FORMATS
 from albert_tf.convert.options import TARGETS
 from albert_tf.models.pretrainer import AlbertPretrainer
 
 
 def detect_format(path):
-    """Which format a directory (or TF1 checkpoint prefix) holds.
+    """Which format a directory (or checkpoint prefix) holds.
 
     Args:
-        path: a directory, or a TF checkpoint prefix.
+        path: a directory, or a TF checkpoint prefix (of this project's or
+            an official TF1 checkpoint).
 
     Returns:
         One of `FORMATS`.
@@ -47,7 +48,7 @@ def detect_format(path):
     """
     if not tf.io.gfile.isdir(path):
         if tf.io.gfile.exists(path + ".index"):
-            return "tf1"
+            return _checkpoint_format(path)
         raise FileNotFoundError(f"No model directory or checkpoint at {path!r}")
     found = _formats_in(path)
     if len(found) > 1:
@@ -83,13 +84,18 @@ def _formats_in(path):
     except FileNotFoundError:
         prefix = None
     if prefix:
-        variables = tf1.checkpoint_names(prefix)
-        if "_CHECKPOINTABLE_OBJECT_GRAPH" in variables and any(
-                n.startswith(checkpoint.MODEL_KEY + "/") for n in variables):
-            found.append("albert_tf")
-        else:
-            found.append("tf1")
+        found.append(_checkpoint_format(prefix))
     return found
+
+
+def _checkpoint_format(prefix):
+    """`albert_tf` for a `tf.train.Checkpoint` holding a model under this
+    project's key, else `tf1`."""
+    variables = tf1.checkpoint_names(prefix)
+    if "_CHECKPOINTABLE_OBJECT_GRAPH" in variables and any(
+            n.startswith(checkpoint.MODEL_KEY + "/") for n in variables):
+        return "albert_tf"
+    return "tf1"
 
 
 def _check_format(name, value, allowed):
@@ -102,9 +108,9 @@ def read_weights(path, source=None, config_file=None):
     """Reads weights of any supported format into the canonical form.
 
     Args:
-        path: the input directory (or TF1 checkpoint prefix).
+        path: the input directory (or checkpoint prefix).
         source: one of `FORMATS`; detected from the files when None.
-        config_file: optional config file overriding the one next to a TF1
+        config_file: optional config file overriding the one next to a
             checkpoint (needed for TF-Hub modules, which have none).
 
     Returns:
@@ -125,14 +131,13 @@ def read_weights(path, source=None, config_file=None):
         return huggingface.read(path)
     if source == "keras_hub":
         return keras_hub.read(path)
-    model = checkpoint.load_model_dir(path)
+    model = _load_albert_tf(path, config_file=config_file)
     report = weight_set.ConversionReport(source=f"albert_tf model directory {path}")
     tensors = weight_set.model_to_official(model)
     report.mapped = [(name, name, tuple(v.shape), "copy")
                      for name, v in tensors.items()]
-    spm = os.path.join(path, checkpoint.SPM_NAME)
-    return weight_set.Weights(model.config, tensors,
-                        spm if tf.io.gfile.exists(spm) else None, report)
+    spm = checkpoint.find_in_model_dir(path, [checkpoint.SPM_NAME])
+    return weight_set.Weights(model.config, tensors, spm, report)
 
 
 def model_from_weights(weights, dtype=None):
@@ -255,10 +260,9 @@ def _convert(input_path, output_dir, source, target, config_file, overwrite):
                                 input_path=input_path) as tmp:
         if source == "albert_tf" and target == "albert_tf":
             # Any sharing mode: no canonical form needed.
-            model = checkpoint.load_model_dir(input_path)
-            spm = os.path.join(input_path, checkpoint.SPM_NAME)
-            checkpoint.save_model_dir(
-                model, tmp, spm if tf.io.gfile.exists(spm) else None)
+            model = _load_albert_tf(input_path, config_file=config_file)
+            checkpoint.save_model_dir(model, tmp, checkpoint.find_in_model_dir(
+                input_path, [checkpoint.SPM_NAME]))
             report = weight_set.ConversionReport(
                 source=f"albert_tf model directory {input_path}",
                 mapped=[(v.path, v.path, tuple(v.shape), "copy")
@@ -280,44 +284,60 @@ def _convert(input_path, output_dir, source, target, config_file, overwrite):
 def load_pretrained(path, dtype=None, config_file=None):
     """An `AlbertPretrainer` with the weights of a directory in any format.
 
-    The format is detected from the files: this project's model directory, an
-    official TF1 release (or TF-Hub module, with `config_file`), a Hugging
-    Face directory or a keras-hub preset. A pretraining head the source lacks
-    (keras-hub has no SOP head) keeps its initial values, with a warning.
+    The one loader of weights from disk. The format is detected from the
+    files: this project's model directory, training run or checkpoint
+    prefix, an official TF1 release (or TF-Hub module, with `config_file`),
+    a Hugging Face directory or a keras-hub preset. A pretraining head the
+    source lacks (keras-hub has no SOP head) keeps its initial values, with
+    a warning.
 
     Args:
-        path: the directory (or TF1 checkpoint prefix).
+        path: the directory (or checkpoint prefix).
         dtype: optional dtype policy, e.g. `"mixed_bfloat16"`.
-        config_file: optional config file for TF1 checkpoints without one.
+        config_file: optional config file overriding the one next to a
+            checkpoint (this project's or TF1; needed where there is none).
 
     Returns:
         The `AlbertPretrainer`; `model.config` is its `AlbertConfig`.
 
     Raises:
-        FileNotFoundError: if nothing is at `path`.
+        FileNotFoundError: if nothing is at `path`, or no config is there
+            and `config_file` is None.
         ValueError: if the format is not recognized, or a tensor is missing,
             unexpected or misshaped (`ConversionError`).
     """
     source = detect_format(path)
     if source == "albert_tf":
-        return checkpoint.load_model_dir(path, dtype=dtype)
+        return _load_albert_tf(path, dtype, config_file)
     return model_from_weights(read_weights(path, source, config_file), dtype)
 
 
+def _load_albert_tf(path, dtype=None, config_file=None):
+    """This project's checkpoint at `path` (a model directory, a training
+    run's folder or a checkpoint prefix) in a new `AlbertPretrainer`."""
+    config_file = config_file or checkpoint.find_in_model_dir(
+        path, [checkpoint.CONFIG_NAME])
+    if config_file is None:
+        raise FileNotFoundError(
+            f"No {checkpoint.CONFIG_NAME} next to the checkpoint: pass the "
+            f"model's config. Received: path={path!r}")
+    model = AlbertPretrainer(AlbertConfig.from_json_file(config_file),
+                             dtype=dtype)
+    checkpoint.restore_model(model, path)
+    return model
+
+
 def spm_model_path(path):
-    """The SentencePiece model that comes with a directory of any format, or None."""
+    """The SentencePiece model that comes with a directory of any format
+    (or checkpoint prefix), or None."""
     source = detect_format(path)
-    directory = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
-    candidates = {
+    if source == "tf1":
+        return tf1.find_spm_model(checkpoint.model_folder(path))
+    return checkpoint.find_in_model_dir(path, {
         "albert_tf": [checkpoint.SPM_NAME],
-        "tf1": [],
         "huggingface": [huggingface.SPM_NAME],
         "keras_hub": [keras_hub.SPM_PATH],
-    }[source]
-    for name in candidates:
-        if tf.io.gfile.exists(os.path.join(directory, name)):
-            return os.path.join(directory, name)
-    return tf1.find_spm_model(directory) if source == "tf1" else None
+    }[source])
 
 
 __all__ = ["FORMATS", "TARGETS", "convert_checkpoint",

@@ -7,9 +7,8 @@ in one place, how:
 
 - the kernels of `fused_ops` (one XLA-compiled loop per formula and
   direction, float32 inside) for the training step on a CPU without an outer
-  XLA compilation, where they were measured faster than TensorFlow's op per
-  op (ALBERT-base bfloat16 step 755 -> 724 ms; see `benchmarks/
-  pretraining_step.py`);
+  XLA compilation, where they run faster than TensorFlow's op per op
+  (docs/benchmarks.md, "Fused CPU kernels");
 - the plain formulas everywhere else: inference (XLA would compile a fused
   kernel for every new serving shape), any step compiled with
   `jit_compile=True` (on a CPU, a GPU or a TPU: XLA fuses the plain formulas

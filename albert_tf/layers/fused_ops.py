@@ -40,8 +40,7 @@ def _narrow(x, dtype):
 
     The same bits as `tf.cast` (NaN stays NaN). XLA's CPU backend converts
     to bfloat16 one element at a time, which keeps the whole fused loop from
-    being vectorized; integer ops do not (bias + GELU on `[1024, 3072]`:
-    0.8 ms instead of 1.4).
+    being vectorized; integer ops do not.
     """
     if dtype != tf.bfloat16:
         return tf.cast(x, dtype)
@@ -92,7 +91,7 @@ def _row_sum(x, scale=1.0):
     """`scale` times the sum over the last axis, kept: `[..., 1]`.
 
     A matrix-vector product: XLA's CPU backend runs it faster than its row
-    reduction (LayerNorm backward on `[1024, 768]`: 0.87 ms instead of 1.22).
+    reduction.
     Shapes may be dynamic (an exported training signature).
     """
     width = tf.shape(x)[-1]

@@ -186,6 +186,7 @@ class FeedForwardSubBlock(keras.layers.Layer):
             name="output_dense")
         self.output_dropout = keras.layers.Dropout(
             dropout, dtype=self.dtype_policy, name="output_dropout")
+        # The TF1 checkpoint's name for this LayerNorm, kept so names map 1:1.
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="LayerNorm_1")
 

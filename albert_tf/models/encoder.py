@@ -5,34 +5,14 @@ Shape legend: B batch, T sequence length, H hidden width.
 
 import keras
 
-from albert_tf.layers import fused_dispatch
 from albert_tf.config import AlbertConfig
+from albert_tf.cross_layer_sharing import sub_block_keys
+from albert_tf.layers import fused_dispatch
 from albert_tf.layers.factorized_embedding import AlbertEmbedding
 from albert_tf.layers.transformer import FeedForwardSubBlock, SelfAttentionSubBlock
+from albert_tf.models.config_mixin import AlbertConfigMixin
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
-
-
-def sub_block_keys(config):
-    """Which attention and FFN sub-block each executed block uses.
-
-    Returns:
-        A list with one `(attention_key, ffn_key)` per executed block, in order
-        (`num_hidden_layers * inner_group_num` entries). Keys are layer names;
-        equal keys mean the same weights. A shared sub-block follows the
-        official layer-to-group mapping, `group = int(l / L * G)`; an unshared
-        one is owned by its layer.
-    """
-    keys = []
-    for layer in range(config.num_hidden_layers):
-        group = config.group_of_layer(layer)
-        for inner in range(config.inner_group_num):
-            shared = f"group_{group}_inner_group_{inner}"
-            own = f"layer_{layer}_inner_group_{inner}"
-            attention = shared if config.share in ("all", "attention") else own
-            ffn = shared if config.share in ("all", "ffn") else own
-            keys.append((f"{attention}_attention", f"{ffn}_ffn"))
-    return keys
 
 
 def _run_blocks(embedding, sub_blocks, block_keys, inputs, training=None,
@@ -58,28 +38,45 @@ def _run_blocks(embedding, sub_blocks, block_keys, inputs, training=None,
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertEncoder(keras.Model):
+class AlbertEncoder(AlbertConfigMixin, keras.Model):
     """The ALBERT encoder network (no pretraining heads).
 
+    The factorized embedding, then `num_hidden_layers * inner_group_num`
+    transformer blocks whose weights are shared as `config.share` says
+    (`albert_tf.cross_layer_sharing`), then a pooler.
+
     Inputs: a dict of int32 `[B, T]` tensors, `input_word_ids`, `input_mask`
-    (1 at real tokens) and `input_type_ids` (segment ids). Ids must lie in
-    `[0, vocab_size)` and `[0, type_vocab_size)`, and T must not exceed
-    `max_position_embeddings` (checked: a longer T is refused, naming the
-    limit). Ids are not checked here, where it would cost a pass over every
-    batch: on CPU an id out of range fails inside the embedding lookup, on
-    GPU and TPU it reads zeros. What this package feeds the encoder is valid
-    by construction: the tokenizers and serving signatures make only ids of
-    their vocabulary, and pretraining checks its records against
-    `vocab_size` before training (`albert_tf.training.record_checks`).
+    (1 at real tokens; all ones when left out) and `input_type_ids` (segment
+    ids; zeros when left out). T may not exceed `max_position_embeddings`.
+    Ids must lie in `[0, vocab_size)` and `[0, type_vocab_size)`; they are
+    not checked here (a pass over every batch): on CPU an id out of range
+    fails inside the embedding lookup, on GPU and TPU it reads zeros.
 
     Outputs: a dict with `sequence_output` `[B, T, H]`, `pooled_output` `[B, H]`
     (tanh dense on the first token) and `encoder_outputs`, a list holding the
-    output of every executed block (`num_hidden_layers * inner_group_num`).
+    output of every executed block.
 
     Args:
         config: an `AlbertConfig` (or its dict form).
         dtype: dtype policy for every layer, e.g. `"mixed_bfloat16"`; None uses
             the global policy.
+
+    Example:
+
+    ```python
+    import albert_tf
+    import numpy as np
+
+    config = albert_tf.AlbertConfig.from_preset("tiny", share="attention")
+    encoder = albert_tf.AlbertEncoder(config)
+    outputs = encoder({
+        "input_word_ids": np.array([[2, 15, 16, 3, 0]], "int32"),
+        "input_mask": np.array([[1, 1, 1, 1, 0]], "int32"),
+        "input_type_ids": np.zeros((1, 5), "int32"),
+    })
+    outputs["sequence_output"].shape  # (1, 5, 32)
+    outputs["pooled_output"].shape  # (1, 32)
+    ```
     """
 
     def __init__(self, config, dtype=None, **kwargs):
@@ -162,14 +159,13 @@ class AlbertEncoder(keras.Model):
             inputs.setdefault("input_type_ids", keras.ops.zeros_like(word_ids))
         return super().__call__(inputs, *args, **kwargs)
 
-    def outputs_at(self, inputs, positions, training=None):
+    def hidden_states_at(self, inputs, positions, training=None):
         """The final hidden states at `positions` only: `[B, Q, H]`.
 
         Equal to gathering `positions` from `sequence_output`; the last
         executed block runs its queries, output projection and feed-forward
         on those Q rows only (keys and values still cover every position).
-        Pretraining needs [CLS] and the masked positions, 21 of 128 rows in
-        the official setup: about 6% of ALBERT-base's step.
+        Pretraining needs only [CLS] and the masked positions.
 
         Args:
             inputs: the encoder's input dict (all three keys).
@@ -184,8 +180,9 @@ class AlbertEncoder(keras.Model):
                 uses.append(executed.count(key))
         # With the fused kernels, shared kernels are cast to the compute dtype
         # once, not at each use, and the uses' gradients summed in one pass.
-        with fused_dispatch.cast_once(dense_kernels, self.embedding.compute_dtype,
-                               uses, training):
+        with fused_dispatch.cast_once(dense_kernels,
+                                      self.embedding.compute_dtype, uses,
+                                      training):
             return _run_blocks(self.embedding, self.sub_blocks, self.block_keys,
                                inputs, training=training,
                                last_positions=positions)[-1]
@@ -195,18 +192,6 @@ class AlbertEncoder(keras.Model):
         """The `[V, E]` word-embedding table (the MLM decoder is tied to it)."""
         return self.embedding.word_embeddings
 
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            # The layers' policy: Functional models keep none of their own.
-            "dtype": keras.dtype_policies.serialize(self.embedding.dtype_policy),
-            "config": self.config.to_dict(),
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)
+    @property
+    def _policy_layer(self):
+        return self.embedding

@@ -7,20 +7,22 @@ import keras
 from keras import ops
 
 from albert_tf.config import AlbertConfig
+from albert_tf.layers.masked_lm_head import MaskedLMHead
+from albert_tf.layers.sentence_order_head import SentenceOrderHead
+from albert_tf.models.config_mixin import AlbertConfigMixin
 from albert_tf.models.encoder import INPUT_NAMES, AlbertEncoder
-from albert_tf.layers.heads import MaskedLMHead, SentenceOrderHead
 
 
-def _in_place(positions):
-    """Positions `0..P-1` of each row: the head's gather on rows already
-    gathered at `positions` `[B, P]`."""
+def _row_indices(positions):
+    """Indices `0..P-1` in each row of `positions` `[B, P]`: where the head
+    finds the rows once they are gathered at `positions`."""
     predictions = ops.shape(positions)[1]
     return ops.broadcast_to(ops.arange(predictions, dtype="int32")[None],
                             ops.shape(positions))  # [B, P]
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertPretrainer(keras.Model):
+class AlbertPretrainer(AlbertConfigMixin, keras.Model):
     """ALBERT for pretraining: `AlbertEncoder` + `MaskedLMHead` + `SentenceOrderHead`.
 
     Inputs: the encoder's dict (`input_word_ids`, `input_mask`,
@@ -38,6 +40,24 @@ class AlbertPretrainer(keras.Model):
 
     Raises:
         ValueError: `encoder` was built from another config.
+
+    Example:
+
+    ```python
+    import albert_tf
+    import numpy as np
+
+    config = albert_tf.AlbertConfig.from_preset("tiny")
+    pretrainer = albert_tf.AlbertPretrainer(config)
+    outputs = pretrainer({
+        "input_word_ids": np.array([[2, 15, 4, 17, 3, 18, 3]], "int32"),
+        "input_mask": np.ones((1, 7), "int32"),
+        "input_type_ids": np.array([[0, 0, 0, 0, 0, 1, 1]], "int32"),
+        "masked_lm_positions": np.array([[2]], "int32"),
+    })
+    outputs["mlm_logits"].shape  # (1, 1, 1000): the masked token's logits
+    outputs["sop_logits"].shape  # (1, 2): in order, or swapped
+    ```
     """
 
     def __init__(self, config, dtype=None, encoder=None, **kwargs):
@@ -85,14 +105,15 @@ class AlbertPretrainer(keras.Model):
         """`(mlm_logits, sop_logits)`, equal to those of `self(inputs)`.
 
         Computes the last block at [CLS] and the masked positions only
-        (`AlbertEncoder.outputs_at`): the training step's forward pass.
+        (`AlbertEncoder.hidden_states_at`): the training step's forward pass.
         """
         positions = ops.cast(inputs["masked_lm_positions"], "int32")  # [B, P]
         queries = ops.concatenate(
             [ops.zeros_like(positions[:, :1]), positions], axis=1)  # [B, 1 + P]
-        x = self.encoder.outputs_at({name: inputs[name] for name in INPUT_NAMES},
-                                    queries, training=training)  # [B, 1 + P, H]
-        mlm_logits = self.mlm_head(x[:, 1:], _in_place(positions))
+        encoder_inputs = {name: inputs[name] for name in INPUT_NAMES}
+        x = self.encoder.hidden_states_at(encoder_inputs, queries,
+                                          training=training)  # [B, 1 + P, H]
+        mlm_logits = self.mlm_head(x[:, 1:], _row_indices(positions))
         sop_logits = self.sop_head(self.encoder.pooler(x[:, 0]))
         return mlm_logits, sop_logits
 
@@ -103,22 +124,11 @@ class AlbertPretrainer(keras.Model):
         the SOP head not at all (what masked-LM training alone needs).
         """
         positions = ops.cast(inputs["masked_lm_positions"], "int32")  # [B, P]
-        x = self.encoder.outputs_at({name: inputs[name] for name in INPUT_NAMES},
-                                    positions, training=training)  # [B, P, H]
-        return self.mlm_head(x, _in_place(positions))
+        encoder_inputs = {name: inputs[name] for name in INPUT_NAMES}
+        x = self.encoder.hidden_states_at(encoder_inputs, positions,
+                                          training=training)  # [B, P, H]
+        return self.mlm_head(x, _row_indices(positions))
 
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(
-                self.encoder.embedding.dtype_policy),
-            "config": self.config.to_dict(),
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)
+    @property
+    def _policy_layer(self):
+        return self.encoder.embedding

@@ -1,6 +1,6 @@
 """Copies of a model that compute in a serving precision.
 
-Serving dtypes (`SERVING_DTYPES`):
+Serving dtypes (`albert_tf.models.serving_dtypes.SERVING_DTYPES`):
 
 - "float32": the model computes in float32 (a model trained under
   `mixed_bfloat16` is copied to float32).
@@ -29,7 +29,8 @@ import gc
 import keras
 import tensorflow as tf
 
-SERVING_DTYPES = ("float32", "bfloat16", "int8")
+from albert_tf.models.serving_dtypes import SERVING_DTYPES
+
 # The policy each serving dtype builds its copy under.
 _POLICIES = {"float32": "float32", "bfloat16": "bfloat16", "int8": "float32"}
 _POLICY_CLASSES = ("DTypePolicy", "FloatDTypePolicy")

@@ -60,6 +60,22 @@ class AlbertClassifier(_TaskModel):
         num_classes: C (1 for regression).
         dropout: dropout on `pooled_output` (official: 0.1).
         initializer_range: stddev of the head's initializer.
+
+    Example:
+
+    ```python
+    import albert_tf
+    import numpy as np
+
+    encoder = albert_tf.AlbertEncoder(albert_tf.AlbertConfig.from_preset("tiny"))
+    classifier = albert_tf.AlbertClassifier(encoder, num_classes=3)
+    outputs = classifier({
+        "input_word_ids": np.array([[2, 15, 16, 3]], "int32"),
+        "input_mask": np.ones((1, 4), "int32"),
+        "input_type_ids": np.zeros((1, 4), "int32"),
+    })
+    outputs["logits"].shape  # (1, 3)
+    ```
     """
 
     _ARGS = ("num_classes", "dropout", "initializer_range")
@@ -98,6 +114,23 @@ class AlbertSpanExtractor(_TaskModel):
         with_no_answer: whether to add the no-answer head (SQuAD v2.0).
         dropout: dropout before the no-answer head.
         initializer_range: stddev of the heads' initializers.
+
+    Example:
+
+    ```python
+    import albert_tf
+    import numpy as np
+
+    encoder = albert_tf.AlbertEncoder(albert_tf.AlbertConfig.from_preset("tiny"))
+    squad = albert_tf.AlbertSpanExtractor(encoder, with_no_answer=True)
+    outputs = squad({
+        "input_word_ids": np.array([[2, 15, 16, 3, 17, 18, 19, 3]], "int32"),
+        "input_mask": np.ones((1, 8), "int32"),
+        "input_type_ids": np.array([[0, 0, 0, 0, 1, 1, 1, 1]], "int32"),
+    })
+    outputs["start_logits"].shape  # (1, 8), as `end_logits`
+    outputs["no_answer_logits"].shape  # (1,)
+    ```
     """
 
     _ARGS = ("with_no_answer", "dropout", "initializer_range")
@@ -144,6 +177,23 @@ class AlbertMultipleChoice(_TaskModel):
         num_choices: K.
         dropout: dropout on `pooled_output`.
         initializer_range: stddev of the head's initializer.
+
+    Example:
+
+    ```python
+    import albert_tf
+    import numpy as np
+
+    encoder = albert_tf.AlbertEncoder(albert_tf.AlbertConfig.from_preset("tiny"))
+    race = albert_tf.AlbertMultipleChoice(encoder, num_choices=2)
+    outputs = race({  # [B, K, T]: one row per (question, option) pair
+        "input_word_ids": np.array([[[2, 15, 3, 16, 3], [2, 15, 3, 17, 3]]],
+                                   "int32"),
+        "input_mask": np.ones((1, 2, 5), "int32"),
+        "input_type_ids": np.array([[[0, 0, 0, 1, 1]] * 2], "int32"),
+    })
+    outputs["logits"].shape  # (1, 2)
+    ```
     """
 
     _ARGS = ("num_choices", "dropout", "initializer_range")

@@ -1,15 +1,13 @@
 """Fine-tuning as a task of the one `Trainer`.
 
-`FinetuneOptions` (in `albert_tf.tasks.options`, with each job's options;
-no TensorFlow there) holds the flags every fine-tuning job shares (the official
-`run_classifier.py` / `run_squad*.py` / `run_race.py` names: `train_step`,
-`warmup_step`, ...). `FinetuningTask` tells the `Trainer` the task model (a
-head on the pretrained encoder), the training arrays and the loss: the mean
-of per-example losses over the *global* batch, as the sum of a replica's
-losses over the global example count, so the gradients summed over replicas
-are those of one device. `run_finetuning` is the flow every job follows:
-train (evaluating each checkpoint as it is written with `do_eval`), evaluate
-the checkpoints not yet evaluated, and end with the best (else the newest)
+`encoder_from_checkpoint` and `spm_model_file` give a job the pretrained
+encoder and its vocabulary. `FinetuningTask` tells the `Trainer` the task
+model (a head on the encoder), the training arrays and the loss: the mean of
+per-example losses over the *global* batch, as the sum of a replica's losses
+over the global example count, so the gradients summed over replicas are
+those of one device. `run_finetuning` is the flow every job follows: train
+(evaluating each checkpoint as it is written with `do_eval`), evaluate the
+checkpoints not yet evaluated, and end with the best (else the newest)
 weights in the model for prediction and export.
 
 Shape legend: B batch, K choices, T length.
@@ -22,26 +20,26 @@ import keras
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
+from albert_tf.convert import pretrained
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import results as results_lib
-from albert_tf.tasks.options import FinetuneOptions  # pylint: disable=unused-import
 from albert_tf.training.options import DTYPES
 from albert_tf.training.trainer_task import TrainingTask
 from albert_tf.training.trainer import Trainer
 
 
-def load_encoder(init_checkpoint=None, albert_config_file=None,
-                 dtype="float32"):
+def encoder_from_checkpoint(init_checkpoint=None, albert_config_file=None,
+                            dtype="float32"):
     """The encoder to fine-tune, pretrained or fresh.
 
     Args:
-        init_checkpoint: a model directory, a checkpoint prefix of this
-            project, or (when `albert_tf.load_pretrained` is available) any
-            directory it reads. None: random initialization.
+        init_checkpoint: a model directory, a training run's folder or
+            checkpoint prefix, or a directory of any format
+            `albert_tf.load_pretrained` reads. None: random initialization.
         albert_config_file: the `AlbertConfig` JSON; default: the one in the
-            `init_checkpoint` directory.
+            `init_checkpoint` folder.
         dtype: "float32" or "bfloat16" (mixed precision, float32 variables).
             Also accepted: a Keras dtype policy name or None (float32).
 
@@ -49,45 +47,50 @@ def load_encoder(init_checkpoint=None, albert_config_file=None,
         An `AlbertEncoder`.
 
     Raises:
-        ValueError: no config can be found, or an unknown dtype.
+        ValueError: neither `init_checkpoint` nor `albert_config_file`, an
+            unknown dtype, or weights that do not load (see
+            `load_pretrained`).
+        FileNotFoundError: nothing at `init_checkpoint`, or no config.
     """
     dtype = {None: "float32", "mixed_bfloat16": "bfloat16"}.get(dtype, dtype)
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}. "
                          f"Received: dtype={dtype!r}")
-    if albert_config_file is None and init_checkpoint:
-        folder = (init_checkpoint if tf.io.gfile.isdir(init_checkpoint)
-                  else os.path.dirname(init_checkpoint))
-        candidate = os.path.join(folder, checkpoint_lib.CONFIG_NAME)
-        if tf.io.gfile.exists(candidate):
-            albert_config_file = candidate
-    if albert_config_file is None:
-        if init_checkpoint:
-            return _load_other_format(init_checkpoint, dtype)
-        raise ValueError("An ALBERT config is needed: pass albert_config_file "
-                         "or an init_checkpoint directory holding "
-                         f"{checkpoint_lib.CONFIG_NAME}. Received: neither")
-    config = AlbertConfig.from_json_file(albert_config_file)
-    pretrainer = AlbertPretrainer(config, dtype=DTYPES[dtype])
-    if init_checkpoint:
-        prefix = checkpoint_lib.restore_model(pretrainer, init_checkpoint)
-        logging.info("Initialized the encoder from %s", prefix)
+    if not init_checkpoint:
+        if albert_config_file is None:
+            raise ValueError(
+                "An ALBERT config is needed: pass albert_config_file or an "
+                "init_checkpoint. Received: neither")
+        config = AlbertConfig.from_json_file(albert_config_file)
+        return AlbertPretrainer(config, dtype=DTYPES[dtype]).encoder
+    pretrainer = pretrained.load_pretrained(init_checkpoint, DTYPES[dtype],
+                                            albert_config_file)
+    logging.info("Initialized the encoder from %s", init_checkpoint)
     return pretrainer.encoder
 
 
-def _load_other_format(path, dtype):
-    import albert_tf
+def spm_model_file(options):
+    """The SentencePiece model of a fine-tuning job: `spm_model_file`, else
+    the one that comes with `init_checkpoint` (`spm.model` in this
+    project's model directory; see `pretrained.spm_model_path`).
 
-    loader = getattr(albert_tf, "load_pretrained", None)
-    if loader is None:
-        raise ValueError(f"No {checkpoint_lib.CONFIG_NAME} next to the "
-                         f"checkpoint. Received: init_checkpoint={path!r}")
-    loaded = loader(path)
-    if DTYPES[dtype] is None:
-        return loaded.encoder
-    pretrainer = AlbertPretrainer(loaded.config, dtype=DTYPES[dtype])
-    pretrainer.set_weights(loaded.get_weights())
-    return pretrainer.encoder
+    Args:
+        options: the job's `FinetuneOptions`.
+
+    Raises:
+        ValueError: neither gives one.
+    """
+    if options.spm_model_file:
+        return options.spm_model_file
+    found = None
+    if options.init_checkpoint:
+        found = pretrained.spm_model_path(options.init_checkpoint)
+    if found is None:
+        raise ValueError(
+            "A SentencePiece model is needed: pass --spm_model_file or an "
+            f"--init_checkpoint folder holding {checkpoint_lib.SPM_NAME}. "
+            f"Received: --init_checkpoint={options.init_checkpoint}")
+    return found
 
 
 # === Losses: per-example values, float32 [B] ===

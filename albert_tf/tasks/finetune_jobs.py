@@ -16,24 +16,63 @@ import os
 from absl import logging
 import numpy as np
 
+from data_prep import safe_io
+
 from albert_tf.models import task_models
 from albert_tf.tasks import finetune, glue, metrics, race, squad
-from albert_tf.tasks.options import ClassifierOptions  # pylint: disable=unused-import
-from albert_tf.tasks.options import RaceOptions  # pylint: disable=unused-import
-from albert_tf.tasks.options import SquadOptions  # pylint: disable=unused-import
 from albert_tf.tasks.tokenization import Tokenizer
 
 
-def check_options(options, strategy=None):
-    """Checks every option and output before any work (see
-    `FinetuneOptions.validate` and `check_outputs`).
+def check_options(options, strategy=None, inputs=(), predictions=()):
+    """Checks every option and output before any work: the fields
+    (`options.validate`), that the output folders can be written, and that
+    no prediction file would overwrite an input.
+
+    Args:
+        options: the job's `FinetuneOptions`.
+        strategy: the `tf.distribute` strategy (its replica count), or None.
+        inputs: the files the job reads besides `--spm_model_file` and
+            `--albert_config_file`.
+        predictions: the files the job writes in `--output_dir` besides the
+            `Trainer`'s.
 
     Raises:
         ValueError: naming the flag at fault.
+        safe_io.OutputError: naming the flag and the file.
     """
     replicas = strategy.num_replicas_in_sync if strategy is not None else 1
     options.validate(replicas)
-    options.check_outputs()
+    safe_io.check_output_path(options.output_dir, "--output_dir")
+    export_dir = getattr(options, "export_dir", None)
+    if export_dir:
+        safe_io.check_output_path(export_dir, "--export_dir")
+    read = {os.path.realpath(path)
+            for path in (options.spm_model_file, options.albert_config_file,
+                         *inputs)
+            if path and "://" not in path}
+    for path in predictions:
+        if "://" not in path and os.path.realpath(path) in read:
+            raise safe_io.OutputError(
+                f"--output_dir={options.output_dir} would overwrite the "
+                f"input {path} with this run's predictions; choose "
+                "another --output_dir")
+
+
+def _encoder(options, dtype):
+    """The encoder to fine-tune (`finetune.encoder_from_checkpoint`), under
+    the dtype policy `dtype`.
+
+    Raises:
+        ValueError: `--max_seq_length` is longer than its position table.
+    """
+    encoder = finetune.encoder_from_checkpoint(
+        options.init_checkpoint, options.albert_config_file, dtype)
+    positions = encoder.config.max_position_embeddings
+    if options.max_seq_length > positions:
+        raise ValueError(f"max_seq_length={options.max_seq_length} is longer "
+                         "than the encoder's max_position_embeddings="
+                         f"{positions}")
+    return encoder
 
 
 def _check_train_size(count, options, source):
@@ -63,9 +102,14 @@ def run_classifier(options, strategy=None):
     Raises:
         ValueError: a bad option, output or input row (names it).
     """
-    check_options(options, strategy)
     task = glue.get_task(options.task_name)
-    tokenizer = Tokenizer(options.spm_path(), options.do_lower_case)
+    check_options(
+        options, strategy,
+        inputs=[os.path.join(options.data_dir, name)
+                for name in task.files.values()],
+        predictions=[os.path.join(options.output_dir, task.submission_name)])
+    tokenizer = Tokenizer(finetune.spm_model_file(options),
+                          options.do_lower_case)
 
     def features(split):
         examples, skipped = glue.read_examples(task, options.data_dir, split)
@@ -88,7 +132,8 @@ def run_classifier(options, strategy=None):
 
     def model_fn(dtype):
         return task_models.AlbertClassifier(
-            options.encoder(dtype), task.num_classes, dropout=options.dropout)
+            _encoder(options, dtype), task.num_classes,
+            dropout=options.dropout)
 
     loss_fn = (finetune.regression_loss if task.is_regression
                else finetune.classification_loss)
@@ -119,9 +164,14 @@ def run_squad(options, strategy=None):
     Raises:
         ValueError: a bad option, output or question (names it).
     """
-    check_options(options, strategy)
+    check_options(
+        options, strategy,
+        inputs=[options.train_file, options.predict_file],
+        predictions=[os.path.join(options.output_dir, name)
+                     for name in ("predictions.json", "null_odds.json")])
     v2 = options.version_2_with_negative
-    tokenizer = Tokenizer(options.spm_path(), options.do_lower_case)
+    tokenizer = Tokenizer(finetune.spm_model_file(options),
+                          options.do_lower_case)
     window = dict(max_seq_length=options.max_seq_length,
                   doc_stride=options.doc_stride,
                   max_query_length=options.max_query_length)
@@ -162,7 +212,8 @@ def run_squad(options, strategy=None):
 
     def model_fn(dtype):
         return task_models.AlbertSpanExtractor(
-            options.encoder(dtype), with_no_answer=v2, dropout=options.dropout)
+            _encoder(options, dtype), with_no_answer=v2,
+            dropout=options.dropout)
 
     ft_task = finetune.FinetuningTask(
         model_fn, finetune.span_loss, train.arrays if train else None,
@@ -190,8 +241,10 @@ def run_race(options, strategy=None):
     Raises:
         ValueError: a bad option, output or file (names it).
     """
-    check_options(options, strategy)
-    tokenizer = Tokenizer(options.spm_path(), options.do_lower_case)
+    check_options(options, strategy, predictions=[
+        os.path.join(options.output_dir, "predictions.json")])
+    tokenizer = Tokenizer(finetune.spm_model_file(options),
+                          options.do_lower_case)
 
     def features(split):
         examples = race.read_examples(options.data_dir, split,
@@ -213,7 +266,7 @@ def run_race(options, strategy=None):
 
     def model_fn(dtype):
         return task_models.AlbertMultipleChoice(
-            options.encoder(dtype), options.num_choices,
+            _encoder(options, dtype), options.num_choices,
             dropout=options.dropout)
 
     ft_task = finetune.FinetuningTask(

@@ -8,7 +8,7 @@ fine-tuning recipe by default, `fit()` / `evaluate()` on plain texts,
 CLIs' TF Serving layout with `export.finetuned_exports.export_masked_lm`.
 
 Masking is the project's one specification (`data_prep.ngram_masking`), applied
-by the dynamic pretraining masker (`input_pipeline.mask_example`) to each
+by the dynamic pretraining masker (`dynamic_masking.mask_example`) to each
 tokenized text inside the `tf.data` pipeline that `fit` and `evaluate`
 build: whole words, n-grams of 1..3 words with p(n) ∝ 1/n, 15% of the
 tokens (at most `max_predictions_per_seq`), each 80% `[MASK]`, 10% kept,
@@ -37,7 +37,7 @@ from albert_tf.layers.text_preprocessor import AlbertTextPreprocessor
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.tasks import fill_mask as fill_mask_lib
 from albert_tf.tasks import text_models
-from albert_tf.training import input_pipeline
+from albert_tf.training import dynamic_masking
 from data_prep import ngram_masking
 from data_prep import vocab
 
@@ -117,6 +117,34 @@ class AlbertMaskedLM(text_models.TextModel):
         ValueError: bad masking options, a SentencePiece model without the
             ALBERT special pieces or larger than the vocabulary, or a
             `seq_length` beyond the model's positions.
+
+    Example:
+
+    ```python
+    import albert_tf
+    import io
+    import sentencepiece as spm
+
+    # A tiny vocabulary (with ALBERT's special pieces) and a tiny encoder;
+    # a pretrained directory replaces both: AlbertMaskedLM(path).
+    words = "the quick brown fox jumps over a lazy dog".split()
+    texts = [" ".join(words[i:] + words[:i]) for i in range(len(words))]
+    vocabulary = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(texts * 20), model_writer=vocabulary,
+        vocab_size=40, pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
+        control_symbols=["[CLS]", "[SEP]", "[MASK]"], minloglevel=2)
+    encoder = albert_tf.AlbertEncoder(
+        albert_tf.AlbertConfig.from_preset("tiny", vocab_size=40))
+
+    model = albert_tf.AlbertMaskedLM(
+        encoder, spm_model=vocabulary.getvalue(), seq_length=16)
+    model.compile(num_train_steps=100)  # Then model.fit(texts).
+    # Per text, per [MASK]: the top_k (piece, probability) pairs (random
+    # here: the model is untrained).
+    answers = model.fill_mask(["the quick [MASK] fox"], top_k=3)
+    len(answers[0][0])  # 3
+    ```
     """
 
     def __init__(self, encoder_or_path, spm_model=None, seq_length=128,
@@ -156,7 +184,7 @@ class AlbertMaskedLM(text_models.TextModel):
         self._start_pieces = ngram_masking.start_piece_table(sp_model)
         self.max_predictions_per_seq = int(max_predictions_per_seq)
         self.seed = int(seed)
-        self.masking = input_pipeline.DynamicMasking(
+        self.masking = dynamic_masking.DynamicMasking(
             vocab_size=config.vocab_size, masked_lm_prob=masked_lm_prob,
             max_ngram=max_ngram, favor_shorter_ngram=favor_shorter_ngram,
             do_whole_word_mask=do_whole_word_mask, seed=self.seed)
@@ -240,7 +268,7 @@ class AlbertMaskedLM(text_models.TextModel):
             return tf.TensorSpec([width], dtype)
 
         masked = tf.map_fn(
-            lambda args: input_pipeline.mask_example(
+            lambda args: dynamic_masking.mask_example(
                 args[0], args[1], predictions, self.masking),
             (features, seeds), fn_output_signature={
                 "input_ids": spec(length), "input_mask": spec(length),
@@ -318,7 +346,7 @@ class AlbertMaskedLM(text_models.TextModel):
         recipe for a pretrained model trained on at fine-tuning batch sizes
         (a few dozen texts), which is what continued masked-LM training
         here is; pretraining's LAMB at 0.00176 is tuned for batches of 4096
-        (`optimization.create_optimizer("lamb", ...)` gives it). The
+        (`lamb.create_optimizer("lamb", ...)` gives it). The
         default loss is the official masked-LM loss, `sum(w * CE) / sum(w)`
         over the masked positions (without the official `+ 1e-5` in the
         denominator, which changes it by less than 1e-5 of itself), and the

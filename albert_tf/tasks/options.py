@@ -3,22 +3,19 @@
 `FinetuneOptions` holds the flags every fine-tuning job shares (the official
 `run_classifier.py` / `run_squad*.py` / `run_race.py` names: `train_step`,
 `warmup_step`, ...); `ClassifierOptions`, `SquadOptions` and `RaceOptions`
-add each job's own. This module imports no TensorFlow, so a program reads
-its flags (and answers `--help`) before TensorFlow loads; the methods that
-need the library import it when called. The jobs themselves are in
-`albert_tf.tasks.finetune_jobs`.
+add each job's own. They hold values and check their own fields; this
+module imports no TensorFlow, so a program reads its flags (and answers
+`--help`) before TensorFlow loads. The jobs, which load the encoder and
+check the files, are in `albert_tf.tasks.finetune_jobs`.
 """
 
 import dataclasses
-import os
 
 from data_prep.flag_options import option
 
+from albert_tf.models.serving_dtypes import SERVING_DTYPE_CHOICES
 from albert_tf.training.options import TrainingOptions, local_path
 
-# What an export's text-in model computes in (`export.serving_dtype_auto.
-# CHOICES`, which imports TensorFlow; tests check they agree).
-SERVING_DTYPES = ("float32", "bfloat16", "int8", "auto")
 SERVING_DTYPE_HELP = (
     "What the exported text-in model computes in: `float32`; `bfloat16` "
     "(fast where the CPU has AVX512_BF16 or AMX); `int8` (int8 weights and "
@@ -30,7 +27,8 @@ SERVING_DTYPE_HELP = (
 
 def serving_dtype_option():
     """The `--serving_dtype` flag of every program that exports."""
-    return option("float32", SERVING_DTYPE_HELP, choices=SERVING_DTYPES)
+    return option("float32", SERVING_DTYPE_HELP,
+                  choices=SERVING_DTYPE_CHOICES)
 
 
 @dataclasses.dataclass
@@ -41,8 +39,8 @@ class FinetuneOptions(TrainingOptions):
         None, "albert_config.json; default: the one in --init_checkpoint's "
         "directory.")
     spm_model_file: str = option(
-        None, "SentencePiece model; default: spm.model in --init_checkpoint's "
-        "directory.")
+        None, "SentencePiece model; default: the one that comes with "
+        "--init_checkpoint (spm.model in this project's model directory).")
     do_lower_case: bool = option(True, "Lowercase the text.")
     max_seq_length: int = option(128, "T: longer inputs are truncated.",
                                  minimum=4)
@@ -79,71 +77,6 @@ class FinetuneOptions(TrainingOptions):
                 "--max_seq_length": self.max_seq_length})
         return settings
 
-    def output_files(self):
-        """The files of `output_dir` this job writes besides the
-        `Trainer`'s (its prediction files)."""
-        return []
-
-    def input_files(self):
-        """The files this job reads (to refuse writing over one)."""
-        return [path for path in (self.spm_model_file,
-                                  self.albert_config_file) if path]
-
-    def check_outputs(self):
-        """Refuses, before any work, outputs that cannot be written or that
-        would overwrite one of the job's inputs.
-
-        Raises:
-            safe_io.OutputError: naming the flag and the file.
-        """
-        from data_prep import safe_io  # pylint: disable=import-outside-toplevel
-        safe_io.check_output_path(self.output_dir, "--output_dir")
-        export_dir = getattr(self, "export_dir", None)
-        if export_dir:
-            safe_io.check_output_path(export_dir, "--export_dir")
-        inputs = {os.path.realpath(p) for p in self.input_files()
-                  if "://" not in p}
-        for path in self.output_files():
-            if "://" not in path and os.path.realpath(path) in inputs:
-                raise safe_io.OutputError(
-                    f"--output_dir={self.output_dir} would overwrite the "
-                    f"input {path} with this run's predictions; choose "
-                    "another --output_dir")
-
-    def spm_path(self):
-        """The SentencePiece model: `spm_model_file`, else `spm.model` in the
-        `init_checkpoint` directory."""
-        if self.spm_model_file:
-            return self.spm_model_file
-        from albert_tf.training import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
-        if self.init_checkpoint:
-            import tensorflow as tf  # pylint: disable=import-outside-toplevel
-            folder = self.init_checkpoint
-            if not tf.io.gfile.isdir(folder):
-                folder = os.path.dirname(folder)
-            candidate = os.path.join(folder, checkpoint_lib.SPM_NAME)
-            if tf.io.gfile.exists(candidate):
-                return candidate
-        raise ValueError("A SentencePiece model is needed: pass "
-                         "--spm_model_file or an --init_checkpoint directory "
-                         f"holding {checkpoint_lib.SPM_NAME}. Received: neither")
-
-    def encoder(self, dtype):
-        """The encoder to fine-tune, under the dtype policy `dtype`.
-
-        Raises:
-            ValueError: `max_seq_length` is longer than its position table.
-        """
-        from albert_tf.tasks.finetune import load_encoder  # pylint: disable=import-outside-toplevel
-        encoder = load_encoder(self.init_checkpoint, self.albert_config_file,
-                               dtype)
-        positions = encoder.config.max_position_embeddings
-        if self.max_seq_length > positions:
-            raise ValueError(f"max_seq_length={self.max_seq_length} is longer "
-                             "than the encoder's max_position_embeddings="
-                             f"{positions}")
-        return encoder
-
 
 @dataclasses.dataclass
 class ClassifierOptions(FinetuneOptions):
@@ -165,17 +98,6 @@ class ClassifierOptions(FinetuneOptions):
             settings.update({"--task_name": self.task_name.lower(),
                              "--data_dir": local_path(self.data_dir)})
         return settings
-
-    def output_files(self):
-        from albert_tf.tasks import glue  # pylint: disable=import-outside-toplevel
-        return [os.path.join(self.output_dir,
-                             glue.get_task(self.task_name).submission_name)]
-
-    def input_files(self):
-        from albert_tf.tasks import glue  # pylint: disable=import-outside-toplevel
-        task = glue.get_task(self.task_name)
-        return super().input_files() + [
-            os.path.join(self.data_dir, name) for name in task.files.values()]
 
 
 @dataclasses.dataclass
@@ -227,14 +149,6 @@ class SquadOptions(FinetuneOptions):
                 "--version_2_with_negative": self.version_2_with_negative})
         return settings
 
-    def output_files(self):
-        return [os.path.join(self.output_dir, name)
-                for name in ("predictions.json", "null_odds.json")]
-
-    def input_files(self):
-        return super().input_files() + [
-            path for path in (self.train_file, self.predict_file) if path]
-
 
 @dataclasses.dataclass
 class RaceOptions(FinetuneOptions):
@@ -257,6 +171,3 @@ class RaceOptions(FinetuneOptions):
             settings.update({"--data_dir": local_path(self.data_dir),
                              "--num_choices": self.num_choices})
         return settings
-
-    def output_files(self):
-        return [os.path.join(self.output_dir, "predictions.json")]

@@ -16,7 +16,6 @@ routes train the same model on the same ids.
 """
 
 import collections.abc
-import glob
 import os
 
 import keras
@@ -28,27 +27,7 @@ from albert_tf.layers.text_preprocessor import AlbertTextPreprocessor
 from albert_tf.models.encoder import AlbertEncoder
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.models.task_models import AlbertClassifier
-from albert_tf.training import optimization
-
-# Where the formats keep their SentencePiece model, most specific first.
-_SPM_PATTERNS = ("spiece.model", "30k-clean.model", "spm.model", "*.model",
-                 os.path.join("assets", "tokenizer", "vocabulary.spm"), "*.spm")
-
-
-def find_spm_model(path):
-    """The SentencePiece model inside a pretrained directory.
-
-    Raises:
-        FileNotFoundError: none is there (pass `spm_model=`).
-    """
-    folder = path if os.path.isdir(path) else os.path.dirname(path)
-    for pattern in _SPM_PATTERNS:
-        found = sorted(glob.glob(os.path.join(folder, pattern)))
-        if found:
-            return found[0]
-    raise FileNotFoundError(
-        f"No SentencePiece model (*.model, *.spm) in {folder!r}; pass "
-        "spm_model=.")
+from albert_tf.training import lamb
 
 
 def model_and_spm(encoder_or_path, spm_model):
@@ -57,8 +36,8 @@ def model_and_spm(encoder_or_path, spm_model):
     Args:
         encoder_or_path: an `AlbertEncoder` or `AlbertPretrainer`, or a
             pretrained directory in any format `load_pretrained` reads.
-        spm_model: the SentencePiece model, or None for the one in the
-            directory.
+        spm_model: the SentencePiece model, or None for the one that comes
+            with the directory (`pretrained.spm_model_path`).
 
     Returns:
         `(model, spm_model)`: the encoder or pretrainer as given, or the
@@ -77,7 +56,13 @@ def model_and_spm(encoder_or_path, spm_model):
     if isinstance(encoder_or_path, (str, os.PathLike)):
         path = os.fspath(encoder_or_path)
         model = pretrained.load_pretrained(path)
-        return model, spm_model if spm_model is not None else find_spm_model(path)
+        if spm_model is None:
+            spm_model = pretrained.spm_model_path(path)
+        if spm_model is None:
+            raise FileNotFoundError(
+                "No SentencePiece model comes with the pretrained directory; "
+                f"pass spm_model=. Received: encoder_or_path={path!r}")
+        return model, spm_model
     raise TypeError("encoder_or_path must be an AlbertEncoder, an "
                     "AlbertPretrainer or a pretrained directory. "
                     f"Received: {type(encoder_or_path).__name__}")
@@ -295,7 +280,7 @@ def labels_array(y, count, num_classes=None, argument="y"):
 
 def recipe_optimizer(learning_rate, num_train_steps, warmup_ratio):
     """The paper's fine-tuning optimizer (see `AlbertTextClassifier.compile`)."""
-    return optimization.create_optimizer(
+    return lamb.create_optimizer(
         "adamw", learning_rate, num_train_steps,
         int(warmup_ratio * num_train_steps))
 
@@ -365,6 +350,33 @@ class AlbertTextClassifier(TextModel):
         seq_length: T (longer inputs are trimmed as the exports trim).
         do_lower_case: as the vocabulary was built.
         dropout: dropout on the pooled output (official: 0.1).
+
+    Example:
+
+    ```python
+    import albert_tf
+    import io
+    import sentencepiece as spm
+
+    # A tiny vocabulary (with ALBERT's special pieces) and a tiny encoder;
+    # a pretrained directory replaces both: AlbertTextClassifier(path, 2).
+    words = "the quick brown fox jumps over a lazy dog".split()
+    texts = [" ".join(words[i:] + words[:i]) for i in range(len(words))]
+    vocabulary = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(texts * 20), model_writer=vocabulary,
+        vocab_size=40, pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
+        control_symbols=["[CLS]", "[SEP]", "[MASK]"], minloglevel=2)
+    encoder = albert_tf.AlbertEncoder(
+        albert_tf.AlbertConfig.from_preset("tiny", vocab_size=40))
+
+    model = albert_tf.AlbertTextClassifier(
+        encoder, num_classes=2, spm_model=vocabulary.getvalue(),
+        seq_length=16)
+    model.compile(num_train_steps=100)  # Then model.fit(texts, labels).
+    logits = model.predict(["a lazy fox", "the quick dog"], verbose=0)
+    logits.shape  # (2, 2)
+    ```
     """
 
     def __init__(self, encoder_or_path, num_classes, spm_model=None,

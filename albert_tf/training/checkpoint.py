@@ -10,7 +10,9 @@ conversion and export read):
 
 Training checkpoints (`ckpt-N` written by a `tf.train.CheckpointManager`) use
 the same "model" key next to "optimizer" and "step", so either restores into an
-`AlbertPretrainer` with `restore_model`.
+`AlbertPretrainer` with `restore_model` (`albert_tf.load_pretrained` builds the
+model from the config and restores it). `find_in_model_dir` finds a file that
+comes with a checkpoint, in a folder of any format.
 """
 
 import os
@@ -18,13 +20,39 @@ import re
 
 import tensorflow as tf
 
-from albert_tf.config import AlbertConfig
-from albert_tf.models.pretrainer import AlbertPretrainer
-
 CONFIG_NAME = "albert_config.json"
 SPM_NAME = "spm.model"
 CHECKPOINT_NAME = "model.ckpt"
 MODEL_KEY = "model"
+
+
+def model_folder(path):
+    """The folder of a model path: `path` when it is a directory, else the
+    folder holding it (`path` is then a checkpoint prefix or a file)."""
+    return path if tf.io.gfile.isdir(path) else os.path.dirname(path)
+
+
+def find_in_model_dir(path, names):
+    """The first of `names` present in the model folder of `path`, or None.
+
+    The one rule for finding a file that comes with a checkpoint: in
+    `model_folder(path)`, `names` tried in order. Local paths and
+    `tf.io.gfile` ones (`gs://...`) alike.
+
+    Args:
+        path: a model folder, a checkpoint prefix or a file in the folder.
+        names: file names (or paths relative to the folder), most specific
+            first.
+
+    Returns:
+        The folder joined with the first name that exists, or None.
+    """
+    folder = model_folder(path)
+    for name in names:
+        candidate = os.path.join(folder, name)
+        if tf.io.gfile.exists(candidate):
+            return candidate
+    return None
 
 
 def resolve_checkpoint(path):
@@ -219,15 +247,3 @@ def save_model_dir(model, directory, spm_model_file=None):
                          overwrite=True)
     checkpoint = tf.train.Checkpoint(**{MODEL_KEY: model})
     return checkpoint.write(os.path.join(directory, CHECKPOINT_NAME))
-
-
-def load_model_dir(directory, dtype=None):
-    """Builds an `AlbertPretrainer` from a model directory and restores it.
-
-    Raises:
-        FileNotFoundError: when the config or the checkpoint is missing.
-    """
-    config = AlbertConfig.from_json_file(os.path.join(directory, CONFIG_NAME))
-    model = AlbertPretrainer(config, dtype=dtype)
-    restore_model(model, directory)
-    return model

@@ -4,7 +4,7 @@ Every benchmark prints `describe()`, and `--dtype=auto` asks
 `fast_bfloat16()`: bfloat16 halves memory traffic everywhere, but its matmuls
 run faster than float32 only with hardware support (TPUs, GPUs from Ampere
 on, CPUs with AVX512_BF16 or AMX); on an AVX2-only CPU they are no faster
-(2048² matmul: 109 GFLOP/s float32, 105 bfloat16), and the casts cost extra.
+and the casts cost extra (docs/benchmarks.md).
 """
 
 import functools

@@ -1,7 +1,8 @@
 """The official pretraining losses and metrics, as sums that reduce exactly.
 
-The masked-LM loss is `sum(w * CE) / (sum(w) + 1e-5)` over the batch and the
-SOP loss the mean cross-entropy; the pretraining loss is their unweighted sum.
+The masked-LM loss (`masked_lm_loss`) is `sum(w * CE) / (sum(w) + 1e-5)`
+over the batch and the sentence-order (SOP) loss (`sentence_order_loss`) the
+mean cross-entropy; the pretraining loss is their unweighted sum.
 Both are ratios of batch sums, so a replica holding part of the batch cannot
 normalize by its own sums and match a single-device run. Everything here is
 therefore written as additive *statistics* (`STAT_NAMES`): a replica computes
@@ -44,40 +45,79 @@ def _correct(logits, labels):
     return tf.cast(tf.equal(predictions, tf.cast(labels, tf.int32)), tf.float32)
 
 
-def pretraining_stats(mlm_logits, masked_lm_ids, masked_lm_weights,
-                      sop_logits, sop_labels):
-    """Additive statistics of one batch (or one replica's shard of it).
+def masked_lm_stats(mlm_logits, masked_lm_ids, masked_lm_weights):
+    """The masked-LM part of `pretraining_stats` (its first three entries).
 
     Args:
         mlm_logits: float `[B, P, V]`.
         masked_lm_ids: int `[B, P]`, the original token ids.
         masked_lm_weights: float `[B, P]`, 1 at real predictions, 0 at padding.
-        sop_logits: float `[B, 2]`.
-        sop_labels: int `[B]` or `[B, 1]` (1: segments swapped).
 
     Returns:
-        A float32 vector `[len(STAT_NAMES)]`, in `STAT_NAMES` order.
+        A float32 vector `[3]`: `mlm_loss_sum`, `mlm_correct_sum`,
+        `mlm_weight_sum`.
     """
     weights = tf.cast(masked_lm_weights, tf.float32)  # [B, P]
     mlm_ce = _cross_entropy(mlm_logits, masked_lm_ids)  # [B, P]
-    sop_labels = tf.reshape(sop_labels, [-1])  # [B]
-    sop_ce = _cross_entropy(sop_logits, sop_labels)  # [B]
     return tf.stack([
         tf.reduce_sum(weights * mlm_ce),
         tf.reduce_sum(weights * _correct(mlm_logits, masked_lm_ids)),
         tf.reduce_sum(weights),
+    ])
+
+
+def sentence_order_stats(sop_logits, sop_labels):
+    """The sentence-order (SOP) part of `pretraining_stats` (its last three).
+
+    Args:
+        sop_logits: float `[B, 2]`.
+        sop_labels: int `[B]` or `[B, 1]` (1: segments swapped).
+
+    Returns:
+        A float32 vector `[3]`: `sop_loss_sum`, `sop_correct_sum`,
+        `sop_count`.
+    """
+    sop_labels = tf.reshape(sop_labels, [-1])  # [B]
+    sop_ce = _cross_entropy(sop_logits, sop_labels)  # [B]
+    return tf.stack([
         tf.reduce_sum(sop_ce),
         tf.reduce_sum(_correct(sop_logits, sop_labels)),
         tf.cast(tf.shape(sop_labels)[0], tf.float32),
     ])
 
 
+def pretraining_stats(mlm_logits, masked_lm_ids, masked_lm_weights,
+                      sop_logits, sop_labels):
+    """Additive statistics of one batch (or one replica's shard of it).
+
+    Args:
+        mlm_logits, masked_lm_ids, masked_lm_weights: as `masked_lm_stats`.
+        sop_logits, sop_labels: as `sentence_order_stats`.
+
+    Returns:
+        A float32 vector `[len(STAT_NAMES)]`, in `STAT_NAMES` order.
+    """
+    return tf.concat([
+        masked_lm_stats(mlm_logits, masked_lm_ids, masked_lm_weights),
+        sentence_order_stats(sop_logits, sop_labels),
+    ], axis=0)
+
+
+def masked_lm_loss(loss_sum, weight_sum):
+    """The official masked-LM loss `sum(w * CE) / (sum(w) + 1e-5)`, from sums."""
+    return loss_sum / (weight_sum + MLM_DENOMINATOR_EPSILON)
+
+
+def sentence_order_loss(loss_sum, count):
+    """The SOP loss, the mean cross-entropy of `count` examples, from sums."""
+    return loss_sum / count
+
+
 def loss_from_stats(stats):
     """The official pretraining loss from (global) statistics."""
     stats = tf.convert_to_tensor(stats, tf.float32)
-    mlm = stats[0] / (stats[2] + MLM_DENOMINATOR_EPSILON)
-    sop = stats[3] / tf.maximum(stats[5], 1.0)
-    return mlm + sop
+    return (masked_lm_loss(stats[0], stats[2])
+            + sentence_order_loss(stats[3], tf.maximum(stats[5], 1.0)))
 
 
 def metrics_from_stats(stats):
@@ -94,9 +134,9 @@ def metrics_from_stats(stats):
         A dict of scalar float32 tensors: `loss` and `METRIC_NAMES`.
     """
     stats = tf.convert_to_tensor(stats, tf.float32)
-    mlm_loss = stats[0] / (stats[2] + MLM_DENOMINATOR_EPSILON)
+    mlm_loss = masked_lm_loss(stats[0], stats[2])
     count = tf.maximum(stats[5], 1.0)
-    sop_loss = stats[3] / count
+    sop_loss = sentence_order_loss(stats[3], count)
     return {
         "loss": mlm_loss + sop_loss,
         "masked_lm_accuracy": tf.math.divide_no_nan(stats[1], stats[2]),
@@ -120,8 +160,8 @@ def replica_loss(stats, global_mlm_weight, global_count):
     Returns:
         A float32 scalar.
     """
-    return (stats[0] / (global_mlm_weight + MLM_DENOMINATOR_EPSILON)
-            + stats[3] / tf.cast(global_count, tf.float32))
+    return (masked_lm_loss(stats[0], global_mlm_weight)
+            + sentence_order_loss(stats[3], tf.cast(global_count, tf.float32)))
 
 
 def pretraining_loss(outputs, labels):

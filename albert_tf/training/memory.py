@@ -7,9 +7,9 @@ Four parts, in bytes:
   step holds the float32 gradients (one more copy with gradient accumulation,
   which sums them; under bfloat16 the casts of the weights add half a copy);
 - shared gradients: a kernel shared by L layers gets L gradients in the
-  backward pass, one per use, summed once all exist; ALBERT-xxlarge's block
-  (201M parameters, 12 uses) holds 9 GiB of them in float32 (measured:
-  without this term the estimate was 2.6x below the peak);
+  backward pass, one per use, summed once all exist; for ALBERT-xxlarge
+  (one block used 12 times) this is the largest term (docs/benchmarks.md,
+  "Memory");
 - activations: what the backward pass keeps of one example, times the
   micro-batch (`train_batch_size / replicas / gradient_accumulation_steps`):
   per layer and token, the sub-blocks' inputs, projections, GELU input and

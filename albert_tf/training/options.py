@@ -9,9 +9,10 @@ a field again, and says which of its fields count the optimizer steps
 `train_step` / `warmup_step`.
 
 `PretrainingOptions` (the flags of `python -m albert_tf.run_pretraining`)
-is here too. This module imports no TensorFlow, so a program reads its
-flags (and answers `--help`) before TensorFlow loads; the methods that need
-the library import it when called.
+is here too. The options are values with checks of their own fields; the
+code that trains builds what they describe (`distribute.get_strategy`).
+This module imports no TensorFlow, so a program reads its flags (and
+answers `--help`) before TensorFlow loads.
 """
 
 import dataclasses
@@ -27,10 +28,31 @@ from albert_tf.config import AlbertConfig, PRESETS
 
 # --dtype -> Keras dtype policy (None: float32 throughout).
 DTYPES = {"float32": None, "bfloat16": "mixed_bfloat16"}
-# --optimizer (`optimization.create_optimizer`) and --strategy
+# --optimizer (`lamb.create_optimizer`) and --strategy
 # (`distribute.get_strategy`).
 OPTIMIZERS = ("lamb", "adamw")
 STRATEGIES = ("tpu", "multi_worker", "mirrored", "one_device")
+# The error of a count or size that is not positive (`check_fields`).
+_POSITIVE = "--{name} must be positive. Received: {value}"
+
+
+def parse_jit_compile(value):
+    """The `jit_compile` option as True, False or None ("auto").
+
+    Raises:
+        ValueError: anything else, naming the accepted values.
+    """
+    if value is None or isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text == "auto":
+        return None
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise ValueError("jit_compile must be true, false or auto. Received: "
+                     f"jit_compile={value!r}")
 
 
 class TrainingDivergedError(RuntimeError):
@@ -106,13 +128,6 @@ class TrainingOptions:
     def num_warmup(self):
         return getattr(self, self._WARMUP_FIELD)
 
-    def make_strategy(self):
-        """The `tf.distribute.Strategy` the strategy fields describe."""
-        from albert_tf.training import distribute  # pylint: disable=import-outside-toplevel
-        return distribute.get_strategy(
-            self.strategy, tpu=self.tpu, tpu_zone=self.tpu_zone,
-            gcp_project=self.gcp_project)
-
     def validate(self, num_replicas=1):
         """Checks every option before any work: each flag's range
         (`flag_options.check_values`), then the options that must agree.
@@ -128,24 +143,20 @@ class TrainingOptions:
         if self.dtype not in tuple(DTYPES) + ("auto",):
             raise ValueError(f"--dtype must be one of {sorted(DTYPES)} or "
                              f"auto. Received: {self.dtype!r}")
-        from albert_tf.training import xla_autotune  # pylint: disable=import-outside-toplevel
-        xla_autotune.parse(self.jit_compile)
+        parse_jit_compile(self.jit_compile)
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"--optimizer must be one of {OPTIMIZERS}. "
                              f"Received: {self.optimizer!r}")
         # Library callers may build options without the flags' ranges.
-        positive = (self._STEPS_FIELD, "train_batch_size", "eval_batch_size",
-                    "save_checkpoints_steps", "iterations_per_loop",
-                    "gradient_accumulation_steps")
-        for name in positive:
-            if getattr(self, name) <= 0:
-                raise ValueError(f"--{name} must be positive. "
-                                 f"Received: {getattr(self, name)}")
-        for name in (self._WARMUP_FIELD, "keep_checkpoint_max",
-                     "max_train_seconds"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"--{name} must be >= 0. "
-                                 f"Received: {getattr(self, name)}")
+        options_lib.check_fields(
+            self, (self._STEPS_FIELD, "train_batch_size", "eval_batch_size",
+                   "save_checkpoints_steps", "iterations_per_loop",
+                   "gradient_accumulation_steps"),
+            lambda value: value > 0, _POSITIVE)
+        options_lib.check_fields(
+            self, (self._WARMUP_FIELD, "keep_checkpoint_max",
+                   "max_train_seconds"),
+            lambda value: value >= 0, "--{name} must be >= 0. Received: {value}")
         unit = num_replicas * self.gradient_accumulation_steps
         if self.train_batch_size % unit:
             raise ValueError(
@@ -274,11 +285,9 @@ class PretrainingOptions(TrainingOptions):
 
     def validate(self, num_replicas=1):
         super().validate(num_replicas)
-        for name in ("max_seq_length", "max_predictions_per_seq",
-                     "max_eval_steps"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"--{name} must be positive. "
-                                 f"Received: {getattr(self, name)}")
+        options_lib.check_fields(
+            self, ("max_seq_length", "max_predictions_per_seq",
+                   "max_eval_steps"), lambda value: value > 0, _POSITIVE)
         if not self.do_train and not self.do_eval:
             raise ValueError("At least one of --do_train and --do_eval must "
                              "be true. Received: neither")

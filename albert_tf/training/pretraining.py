@@ -1,14 +1,9 @@
 """Pretraining (MLM + SOP) as a task of the `Trainer`.
 
-`PretrainingOptions` (defined in `albert_tf.training.options`, which imports
-no TensorFlow) holds the flags of `python -m albert_tf.run_pretraining` (the
-official names and defaults; `--dtype`, `--gradient_accumulation_steps`,
-`--preset`, `--dynamic_masking` and a few more are this project's).
-`PretrainingTask` tells the `Trainer` the model (`AlbertPretrainer`), the
-data (`input_pipeline.pretraining_dataset`) and the loss: the official
-`mlm_loss + sop_loss`, written as the additive statistics of
-`albert_tf.training.losses` so that replicas and micro-batches add up to the
-global batch exactly. `run_pretraining` is the program's library entry.
+`PretrainingTask` gives the `Trainer` the model (`AlbertPretrainer`), the
+records and the official loss, `mlm_loss + sop_loss`; `run_pretraining`
+trains and evaluates as a `PretrainingOptions` says (the library entry of
+`python -m albert_tf.run_pretraining`).
 """
 
 import os
@@ -20,23 +15,15 @@ import tensorflow as tf
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.training import checkpoint as checkpoint_lib
+from albert_tf.training import dynamic_masking
 from albert_tf.training import input_pipeline
 from albert_tf.training import losses
 from albert_tf.training import record_checks as records_lib
 from albert_tf.training import results as results_lib
-from albert_tf.training.options import PretrainingOptions
-from albert_tf.training.options import TrainingDivergedError
 from albert_tf.training.trainer_task import TrainingTask
 from albert_tf.training.trainer import Trainer
 
-# Names other code reads these by (the one results format).
-BEST_DIR = results_lib.BEST_DIR
-EVAL_RESULTS = results_lib.EVAL_RESULTS
-read_eval_results = results_lib.read_eval_results
 MODEL_INPUTS = INPUT_NAMES + ("masked_lm_positions",)
-
-__all__ = ["BEST_DIR", "EVAL_RESULTS", "PretrainingOptions", "PretrainingTask",
-           "TrainingDivergedError", "read_eval_results", "run_pretraining"]
 
 
 class PretrainingTask(TrainingTask):
@@ -92,7 +79,7 @@ class PretrainingTask(TrainingTask):
         options = self.options
         masking = None
         if options.dynamic_masking:
-            masking = input_pipeline.DynamicMasking(
+            masking = dynamic_masking.DynamicMasking(
                 vocab_size=self.config.vocab_size,
                 masked_lm_prob=options.masked_lm_prob, seed=options.seed)
         return input_pipeline.pretraining_dataset(
@@ -203,6 +190,6 @@ def _run(trainer, options):
         # Training evaluated its checkpoints as they were written; this
         # evaluates those of earlier runs (or of a --nodo_train run).
         report["eval"] = trainer.evaluate_pending()
-        report["eval_results"] = read_eval_results(
-            os.path.join(options.output_dir, EVAL_RESULTS))
+        report["eval_results"] = results_lib.read_eval_results(
+            os.path.join(options.output_dir, results_lib.EVAL_RESULTS))
     return report

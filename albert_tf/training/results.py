@@ -27,6 +27,7 @@ import json
 import os
 
 import tensorflow as tf
+from tensorflow.core.framework import summary_pb2
 
 from data_prep import safe_io
 
@@ -207,8 +208,6 @@ def check_config_files(directory, config_files):
 def _scalar_metadata():
     # What tensorboard's scalar summary writes, built here so that summaries
     # need only TensorFlow (the tensorboard package is not a dependency).
-    from tensorflow.core.framework import summary_pb2
-
     metadata = summary_pb2.SummaryMetadata()
     metadata.plugin_data.plugin_name = "scalars"
     return metadata.SerializeToString()

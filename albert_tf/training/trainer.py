@@ -39,11 +39,12 @@ from albert_tf.training import xla_autotune
 from albert_tf.training import distribute
 from albert_tf.training import evaluation
 from albert_tf.training import hardware
+from albert_tf.training import lamb
 from albert_tf.training import memory
-from albert_tf.training import optimization
 from albert_tf.training import output_folder
 from albert_tf.training import results as results_lib
 from albert_tf.training.options import DTYPES
+from albert_tf.training.options import parse_jit_compile
 from albert_tf.training.options import TrainingDivergedError
 from data_prep import progress
 from data_prep import safe_io
@@ -88,7 +89,7 @@ class Trainer(evaluation.Evaluation):
             logging.info("dtype=auto: %s (%s).", self.dtype, hardware.describe())
         with self.strategy.scope():
             self.model = task.build_model(DTYPES[self.dtype])
-            self.optimizer = optimization.create_optimizer(
+            self.optimizer = lamb.create_optimizer(
                 options.optimizer, options.learning_rate, options.num_steps,
                 options.num_warmup, options.poly_power)
             self.optimizer.build(self.model.trainable_variables)
@@ -209,7 +210,7 @@ class Trainer(evaluation.Evaluation):
         choice is made in `train`)."""
         if self._functions is None:
             self._build()
-        jit = xla_autotune.parse(self.options.jit_compile)
+        jit = parse_jit_compile(self.options.jit_compile)
         if jit is None:
             jit = xla_autotune.device_rule(self.strategy)
         return (self._train_loop(jit),) + self._functions
@@ -459,9 +460,10 @@ class Trainer(evaluation.Evaluation):
             return {"step": start, "preempted": False, "timed_out": False,
                     "history": []}
         self._log_memory_estimate()
-        jit, chooser = xla_autotune.start(options, self.strategy, start,
-                                            self.dtype)
         iterator = self._train_iterator(start)
+        run_loop = xla_autotune.loop_runner(
+            lambda jit, num: self._run_train_loop(jit, iterator, num),
+            options, self.strategy, start, self.dtype, self.is_chief)
         writer = self._train_writer()
         previous_handler = self._catch_sigterm()
         self._interactive = self.is_chief and progress.interactive()
@@ -475,24 +477,11 @@ class Trainer(evaluation.Evaluation):
                 timed_out = self._out_of_time(run_start, step)
                 if timed_out:
                     break
-                num = self._loop_steps(step)
-                if chooser is not None:
-                    jit = chooser.next_variant()
-                    num = min(num, chooser.window_steps)
-                loop_start = time.time()
-                stats = self._run_train_loop(jit, iterator, num, step)
-                previous, step = step, int(self.step.numpy())
-                seconds = time.time() - loop_start
-                if chooser is not None:
-                    chooser.record(jit, seconds, step - previous)
-                    if chooser.done:
-                        jit = xla_autotune.finish(options, self.strategy,
-                                                    chooser, self.dtype,
-                                                    self.is_chief)
-                        chooser = None
-                metrics = self._loop_metrics(stats, step - previous, seconds)
+                stats, done, seconds = run_loop(self._loop_steps(step))
+                step += done
+                metrics = self._loop_metrics(stats, done, seconds)
                 history.append((step, metrics["loss"]))
-                self._log_progress(step, step - previous, metrics, run_start)
+                self._log_progress(step, done, metrics, run_start)
                 results_lib.write_scalars(writer, step, metrics)
                 if (step % options.save_checkpoints_steps == 0
                         or step >= options.num_steps):
@@ -540,13 +529,19 @@ class Trainer(evaluation.Evaluation):
         return min(options.iterations_per_loop, to_save,
                    options.num_steps - step)
 
-    def _run_train_loop(self, jit, iterator, num, step):
-        """Runs `num` steps from `step`; returns the loop's summed stats.
+    def _run_train_loop(self, jit, iterator, num):
+        """Runs `num` steps, compiled with XLA if `jit`.
+
+        Returns:
+            `(stats, steps, seconds)`: the loop's summed stats, the steps it
+            ran and the seconds they took.
 
         Raises:
             ValueError: a bad input record (named, with where it stopped).
             TrainingDivergedError: the loss became NaN or infinite.
         """
+        step = int(self.step.numpy())
+        loop_start = time.time()
         try:
             stats, diverged = self._train_loop(jit)(
                 iterator, tf.constant(num, tf.int32))
@@ -560,7 +555,8 @@ class Trainer(evaluation.Evaluation):
                 f"loss is not finite ({self.task.metrics(stats)['loss']:.4g}),"
                 f" so nothing was saved. {self._last_good()} Lower "
                 "--learning_rate, or check the data.")
-        return stats
+        steps = int(self.step.numpy()) - step
+        return stats, steps, time.time() - loop_start
 
     def _log_memory_estimate(self):
         config = self._config()

@@ -1,8 +1,8 @@
 """`--jit_compile=auto`: XLA or not, chosen by timing the run's own steps.
 
-Which is faster depends on the model, the batch and the device: on a 2-core
-CPU, TensorFlow's own kernels ran ALBERT-base's step faster than XLA, while
-XLA ran the quickstart's small model almost twice as fast. So the first
+Which is faster depends on the model, the batch and the device: on one CPU
+TensorFlow's own kernels won for ALBERT-base's step and XLA for the main
+job's small model (docs/benchmarks.md). So the first
 steps of a run are trained both ways, in turn: one window each way first
 (it compiles), then `REPEATS` windows each way, timed. The faster (median
 seconds per step) is used for the rest of the run and written to
@@ -23,30 +23,12 @@ from absl import logging
 import tensorflow as tf
 
 from albert_tf.training import hardware
+from albert_tf.training.options import parse_jit_compile
 
 CHOICE_FILE = "jit_compile.json"
 WINDOW_STEPS = 5
 REPEATS = 3
 MIN_STEPS = 300
-
-
-def parse(value):
-    """The `jit_compile` option as True, False or None ("auto").
-
-    Raises:
-        ValueError: anything else, naming the accepted values.
-    """
-    if value is None or isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text == "auto":
-        return None
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no"):
-        return False
-    raise ValueError("jit_compile must be true, false or auto. Received: "
-                     f"jit_compile={value!r}")
 
 
 def device_rule(strategy):
@@ -140,7 +122,7 @@ def start(options, strategy, start_step, dtype):
         TPU, remembered, too short, multi-worker), else None and a
         `Chooser` for the first windows.
     """
-    explicit = parse(options.jit_compile)
+    explicit = parse_jit_compile(options.jit_compile)
     if explicit is not None:
         return explicit, None
     if isinstance(strategy, tf.distribute.TPUStrategy):
@@ -180,3 +162,52 @@ def finish(options, strategy, chooser, dtype, is_chief=True):
                                              CHOICE_FILE), "w") as f:
             json.dump(record, f, indent=2)
     return chooser.choice
+
+
+class LoopRunner:
+    """Runs the training loops with the run's `jit_compile`; while a
+    `Chooser` times the first windows, each loop is one window of the way
+    it names, and the choice is made (`finish`) when the last one ends.
+
+    Args:
+        run_loop: `run_loop(jit_compile, num_steps)` runs a compiled loop
+            and returns `(stats, steps done, seconds)`.
+        jit_compile: the decided value (None while `chooser` times).
+        chooser: a `Chooser`, or None when decided.
+        finish: `finish(chooser)` returns the choice once `chooser` is done.
+    """
+
+    def __init__(self, run_loop, jit_compile, chooser=None, finish=None):
+        self._run_loop = run_loop
+        self.jit_compile = jit_compile
+        self._chooser = chooser
+        self._finish = finish
+
+    def __call__(self, num_steps):
+        """Runs up to `num_steps` steps; returns what `run_loop` returns."""
+        chooser = self._chooser
+        if chooser is None:
+            return self._run_loop(self.jit_compile, num_steps)
+        jit = chooser.next_variant()
+        result = self._run_loop(jit, min(num_steps, chooser.window_steps))
+        _, steps, seconds = result
+        chooser.record(jit, seconds, steps)
+        if chooser.done:
+            self.jit_compile = self._finish(chooser)
+            self._chooser = None
+        return result
+
+
+def loop_runner(run_loop, options, strategy, start_step, dtype,
+                is_chief=True):
+    """The `LoopRunner` of a run: `options.jit_compile` resolved at its
+    start (`start`), the timed choice remembered when made (`finish`).
+
+    Args:
+        run_loop: see `LoopRunner`.
+        options, strategy, start_step, dtype: see `start`.
+        is_chief: whether this process writes the choice's file.
+    """
+    jit, chooser = start(options, strategy, start_step, dtype)
+    return LoopRunner(run_loop, jit, chooser, lambda chooser: finish(
+        options, strategy, chooser, dtype, is_chief))

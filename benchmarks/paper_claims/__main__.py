@@ -3,7 +3,7 @@
 Pretrains small ALBERTs on the built-in corpus (or --input_file) to test
 the paper's factorized-embedding, cross-layer-sharing and SOP-vs-NSP claims,
 and this project's model against keras-hub's, and writes
-`paper_claims.md` and `paper_claims.png` (see `benchmarks.paper_claims`).
+`paper_claims.md` and `paper_claims.svg` (see `benchmarks.paper_claims`).
 --quick runs a reduced version in about 3 minutes.
 """
 
@@ -26,7 +26,7 @@ class PaperClaimsOptions:
     output_dir: str = option("runs/paper_claims",
                              "Data and runs (a rerun reuses finished runs).")
     report_dir: Optional[str] = option(
-        None, "Where paper_claims.md and paper_claims.png go (default: "
+        None, "Where paper_claims.md and paper_claims.svg go (default: "
         "--output_dir).")
     input_file: Optional[str] = option(
         None, "Text corpus (one sentence a line, blank line between "

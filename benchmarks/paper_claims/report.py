@@ -1,4 +1,4 @@
-"""`paper_claims.md` and `paper_claims.png` from the studies' results.
+"""`paper_claims.md` and `paper_claims.svg` from the studies' results.
 
 `write_report(result, report_dir)` writes both: the verdicts first (one line
 per claim, with the numbers each was computed from), then the setup, then
@@ -17,7 +17,8 @@ from benchmarks.paper_claims import verdicts
 # Largest logit difference of equal weights that float32 rounding explains.
 SAME_FUNCTION_TOLERANCE = 1e-4
 MARKDOWN = "paper_claims.md"
-CHART = "paper_claims.png"
+# An SVG: text, so a report kept in the repository holds no binary file.
+CHART = "paper_claims.svg"
 STUDY_TITLES = {
     "factorization": "1. Factorized embedding (paper Table 3)",
     "sharing": "2. Cross-layer sharing (paper Table 4)",
@@ -372,7 +373,7 @@ def _panels(result):
 
 
 def write_report(result, report_dir):
-    """Writes `paper_claims.md` and `paper_claims.png` into `report_dir`.
+    """Writes `paper_claims.md` and `paper_claims.svg` into `report_dir`.
 
     Returns:
         `{"markdown": path, "chart": path}`.

@@ -22,6 +22,7 @@ from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_apps.quickstart import downstream
 from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import pretraining
+from albert_tf.training.options import PretrainingOptions
 from albert_tf.training.trainer import Trainer
 
 from benchmarks.paper_claims import keras_hub_parity
@@ -110,7 +111,7 @@ def pretraining_options(config, recipe, data, spec, output_dir,
     held-out records, by default those of the run's own task)."""
     steps = recipe.num_train_steps
     records = data[spec.task]
-    return pretraining.PretrainingOptions(
+    return PretrainingOptions(
         input_file=records["train"], output_dir=output_dir, config=config,
         train_batch_size=recipe.train_batch_size,
         eval_batch_size=recipe.eval_batch_size,

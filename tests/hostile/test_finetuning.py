@@ -13,7 +13,7 @@ import os
 import numpy as np
 import pytest
 
-from albert_tf.tasks import glue, race, squad
+from albert_tf.tasks import finetune_jobs, glue, race, squad
 from albert_tf.tasks.options import SquadOptions
 from tests import tasks_testdata
 from tests.hostile.common import Snapshot, assert_one_line_error, run_program
@@ -288,7 +288,7 @@ def test_predictions_would_overwrite_the_predict_file_is_refused(tmp_path):
     options = SquadOptions(output_dir=str(out), predict_file=path,
                            do_predict=True)
     with pytest.raises(ValueError) as error:
-        options.check_outputs()
+        finetune_jobs.run_squad(options)
     message = _one_line(error.value)
     assert "--output_dir" in message and path in message
     before.assert_unchanged()

@@ -6,7 +6,9 @@ A command block is a fenced block marked `bash`, `sh`, `shell` or
 joined, comment lines left out). The journeys do not keep copies of these
 commands: they read them here, with `command(key, ...)`, and run them with
 the changes a test needs (tiny sizes, the workspace's paths), so what the
-documentation says is what runs.
+documentation says is what runs. `code_block(key)` is the same for a
+Python block: a test runs it as written (the README's Keras example, in
+`tests/test_keras_layer.py`).
 
 `JOURNEYS` names, for every documented command, the journey module that
 runs it; `ELSEWHERE` the few that another runner covers (CI's install,
@@ -163,6 +165,30 @@ def parse(text, path="<text>"):
         if pending:
             commands.append(Command(path, first, " ".join(pending)))
     return commands
+
+
+def code_blocks(text, language="python"):
+    """The bodies of the fenced blocks of one Markdown text marked
+    `language`, each as one string."""
+    return ["\n".join(body) + "\n" for marked, _, body in
+            _fences(text.splitlines()) if marked == language]
+
+
+def code_block(key, language="python", root=REPO):
+    """The one `language` block of the documentation that holds `key`, for
+    a test that runs the documented code as written.
+
+    Raises:
+        LookupError: no block, or several different ones, hold it.
+    """
+    found = set()
+    for path in documents(root):
+        text = pathlib.Path(root, path).read_text(encoding="utf-8")
+        found.update(b for b in code_blocks(text, language) if key in b)
+    if len(found) != 1:
+        raise LookupError(f"{key!r} picks out {len(found)} documented "
+                          f"{language} blocks, not one")
+    return found.pop()
 
 
 def all_commands(root=REPO):

@@ -237,7 +237,7 @@ report["hub_vs_serving"] = float(np.abs(
 from export import keras_layer
 for name, path in (("layer", "/albert_encoder/1"),
                    ("keras", "/albert_encoder/1/encoder.keras")):
-    outputs = keras_layer.load_encoder(export_dir + path)(
+    outputs = keras_layer.load_exported_encoder(export_dir + path)(
         {k: np.asarray(v) for k, v in inputs.items()})
     report[name + "_vs_serving"] = float(np.abs(
         np.asarray(outputs["pooled_output"]) - pooled).max())

@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from albert_tf import AlbertConfig, AlbertPretrainer
+from albert_tf import AlbertConfig
+from albert_tf import AlbertPretrainer
 from albert_tf.convert import names
 
 
@@ -18,8 +19,9 @@ def test_official_names_and_shapes_of_albert_base():
     assert shapes["cls/predictions/output_bias"] == (30000,)
     assert shapes["cls/seq_relationship/output_weights"] == (2, 768)
     # The reference parameter counts: encoder, MLM head, SOP head.
-    count = lambda prefix: sum(int(np.prod(s)) for n, s in shapes.items()
-                               if n.startswith(prefix))
+    def count(prefix):
+        return sum(int(np.prod(s)) for n, s in shapes.items()
+                   if n.startswith(prefix))
     assert count("bert/") == 11_683_584
     assert count("cls/predictions/") == 128_688
     assert count("cls/seq_relationship/") == 1_538

@@ -7,12 +7,13 @@ import sys
 import numpy as np
 import pytest
 
-from albert_tf.training import checkpoint
-from albert_tf.convert import weight_set
 from albert_tf.convert import huggingface
 from albert_tf.convert import names
 from albert_tf.convert import safetensors_io
-from albert_tf.convert.pretrained import convert_checkpoint, load_pretrained
+from albert_tf.convert import weight_set
+from albert_tf.convert.pretrained import convert_checkpoint
+from albert_tf.convert.pretrained import load_pretrained
+from albert_tf.training import checkpoint
 
 _CONFIGS = {
     "groups_2_inner_2": dict(num_hidden_groups=2, inner_group_num=2),
@@ -42,7 +43,7 @@ def test_round_trip_through_hugging_face(tmp_path, random_pretrainer,
 
     back = str(tmp_path / "back")
     convert_checkpoint(hf, back, target="albert_tf")
-    assert_same_model(model, checkpoint.load_model_dir(back))
+    assert_same_model(model, load_pretrained(back))
     assert_same_model(model, load_pretrained(hf))
 
 
@@ -84,8 +85,8 @@ def test_hugging_face_names_and_layouts(tmp_path, random_pretrainer):
 def test_reads_a_bare_model_with_tied_copies_buffers_and_bfloat16(
         tmp_path, random_pretrainer, make_inputs):
     model = random_pretrainer(num_hidden_groups=2, inner_group_num=2)
-    huggingface.write(weight_set.Weights(model.config, weight_set.model_to_official(model)),
-                      str(tmp_path))
+    huggingface.write(weight_set.Weights(
+        model.config, weight_set.model_to_official(model)), str(tmp_path))
     hf = safetensors_io.load_file(str(tmp_path / "model.safetensors"))
     # An AlbertModel as saved by transformers: no "albert." prefix, no heads,
     # a position_ids buffer, bfloat16 values.
@@ -143,8 +144,8 @@ def test_reads_a_bare_model_with_tied_copies_buffers_and_bfloat16(
                     reason="torch is installed")
 def test_pytorch_bin_without_torch_is_a_clear_error(tmp_path, random_pretrainer):
     model = random_pretrainer()
-    huggingface.write(weight_set.Weights(model.config, weight_set.model_to_official(model)),
-                      str(tmp_path))
+    huggingface.write(weight_set.Weights(
+        model.config, weight_set.model_to_official(model)), str(tmp_path))
     os.rename(tmp_path / "model.safetensors", tmp_path / "pytorch_model.bin")
     with pytest.raises(weight_set.ConversionError, match="needs PyTorch.*safetensors"):
         load_pretrained(str(tmp_path))
@@ -184,8 +185,8 @@ def test_corrupt_weights_and_truncated_config_are_named(tmp_path,
     model = random_pretrainer()
     hf = str(tmp_path / "hf")
     os.makedirs(hf)
-    huggingface.write(weight_set.Weights(model.config, weight_set.model_to_official(model)),
-                      hf)
+    huggingface.write(weight_set.Weights(
+        model.config, weight_set.model_to_official(model)), hf)
     weights_file = os.path.join(hf, "model.safetensors")
     tensor = "albert.encoder.embedding_hidden_mapping_in.bias"
     raw = bytearray(open(weights_file, "rb").read())

@@ -1,3 +1,5 @@
+"""Lamb and AdamW against a NumPy transcription of the released update."""
+
 import re
 
 import keras
@@ -5,7 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.training import optimization
+from albert_tf.training import lamb
+from tests.test_schedule import official_lr
 
 
 def _official_update(params, grads, m, v, lr, layer_adaptation, wd=0.01,
@@ -28,12 +31,6 @@ def _official_update(params, grads, m, v, lr, layer_adaptation, wd=0.01,
         params[name] = params[name] - ratio * lr * update
 
 
-def _official_lr(step, lr, total, warmup, power):
-    if step < warmup:
-        return lr * step / warmup
-    return lr * (1 - min(step, total) / total) ** power
-
-
 class _Toy(keras.layers.Layer):
     def build(self, _):
         init = keras.initializers.RandomNormal(seed=1)
@@ -52,7 +49,7 @@ def test_matches_numpy_transcription_of_official_update(name):
     layer = _Toy(name="toy")
     layer.build(None)
     variables = layer.trainable_variables
-    optimizer = optimization.create_optimizer(
+    optimizer = lamb.create_optimizer(
         name, learning_rate=0.01, num_train_steps=10, num_warmup_steps=3,
         poly_power=0.5)
     optimizer.build(variables)
@@ -68,7 +65,7 @@ def test_matches_numpy_transcription_of_official_update(name):
         if step == 2:
             grads[-1] = np.zeros_like(grads[-1])  # Zero norms: ratio 1.
         apply(grads)
-        lr = _official_lr(step, 0.01, 10, 3, 0.5)
+        lr = official_lr(step, 0.01, 10, 3, 0.5)
         norm = np.sqrt(sum((g.astype(np.float64) ** 2).sum() for g in grads))
         scale = 1.0 / max(norm, 1.0)  # tf.clip_by_global_norm at 1.0
         _official_update(params, {v.path: g.astype(np.float64) * scale
@@ -85,7 +82,7 @@ def test_exclusions_by_variable_path():
     from albert_tf import AlbertConfig, AlbertPretrainer
 
     model = AlbertPretrainer(AlbertConfig.from_preset("tiny"))
-    optimizer = optimization.Lamb()
+    optimizer = lamb.Lamb()
     optimizer.build(model.trainable_variables)
     decayed = {v.path for v in model.trainable_variables
                if optimizer.uses_weight_decay(v)}
@@ -99,29 +96,17 @@ def test_exclusions_by_variable_path():
                  "predictions/output_bias"):
         assert path in {v.path for v in model.trainable_variables}, path
         assert path not in decayed, path
-    adamw = optimization.AdamW()
+    adamw = lamb.AdamW()
     adamw.build(model.trainable_variables)
     assert not any(adamw.uses_layer_adaptation(v)
                    for v in model.trainable_variables)
 
 
-def test_schedule_is_official():
-    schedule = optimization.WarmupPolynomialDecay(2.0, 100, 10, poly_power=2.0)
-    for step in (0, 5, 9, 10, 50, 99, 100, 150):
-        np.testing.assert_allclose(schedule(step).numpy(),
-                                   _official_lr(step, 2.0, 100, 10, 2.0),
-                                   rtol=1e-5, atol=1e-7)
-    no_warmup = optimization.WarmupPolynomialDecay(1.0, 10)
-    np.testing.assert_allclose(no_warmup(0).numpy(), 1.0)
-    clone = optimization.WarmupPolynomialDecay.from_config(schedule.get_config())
-    assert clone.get_config() == schedule.get_config()
-
-
 def test_config_round_trip_and_unknown_name():
-    optimizer = optimization.Lamb(learning_rate=0.1, weight_decay_rate=0.02)
-    clone = optimization.Lamb.from_config(optimizer.get_config())
+    optimizer = lamb.Lamb(learning_rate=0.1, weight_decay_rate=0.02)
+    clone = lamb.Lamb.from_config(optimizer.get_config())
     assert clone.weight_decay_rate == 0.02
-    assert clone.decay_exclusions == optimization.DEFAULT_EXCLUSIONS
+    assert clone.decay_exclusions == lamb.DEFAULT_EXCLUSIONS
     with pytest.raises(ValueError, match="sgd"):
-        optimization.create_optimizer("sgd")
+        lamb.create_optimizer("sgd")
 

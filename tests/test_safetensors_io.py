@@ -60,7 +60,8 @@ def test_rejects_corrupt_files(tmp_path):
     _write_raw(path, {"x": {"dtype": "F32", "shape": [4],
                             "data_offsets": [0, 12]}}, b"\0" * 12)
     with pytest.raises(safetensors_io.SafetensorsError,
-                       match="bad.safetensors' is not a valid safetensors file.*offset"):
+                       match="bad.safetensors' is not a valid safetensors "
+                       "file.*offset"):
         safetensors_io.SafetensorsFile(path)
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", 10 ** 9) + b"{}")

@@ -1,6 +1,8 @@
+"""MaskedLMHead: common layer checks, the tied decoder, a NumPy reference."""
+
 import numpy as np
 
-from albert_tf import AlbertEmbedding, MaskedLMHead, SentenceOrderHead
+from albert_tf import AlbertEmbedding, MaskedLMHead
 from tests.layer_checks import run_layer_test
 
 
@@ -40,13 +42,3 @@ def test_masked_lm_head_tied_to_embedding_and_matches_reference():
     ref = h @ embedding.word_embeddings.numpy().T + head.output_bias.numpy()
     np.testing.assert_allclose(logits, ref, atol=1e-5)
     assert logits.dtype == np.float32
-
-
-def test_sentence_order_head():
-    pooled = _sequence()[:, 0]
-    head = run_layer_test(SentenceOrderHead, dict(hidden_size=16),
-                          {"pooled_output": pooled}, (2, 2), has_dropout=False,
-                          mixed_output_dtype="float32")
-    assert tuple(head.output_weights.shape) == (2, 16)
-    ref = pooled @ head.output_weights.numpy().T + head.output_bias.numpy()
-    np.testing.assert_allclose(head(pooled), ref, atol=1e-6)

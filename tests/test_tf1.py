@@ -5,11 +5,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.training import checkpoint
-from albert_tf.convert import weight_set
 from albert_tf.convert import names
 from albert_tf.convert import tf1
-from albert_tf.convert.pretrained import convert_checkpoint, load_pretrained
+from albert_tf.convert import weight_set
+from albert_tf.convert.pretrained import convert_checkpoint
+from albert_tf.convert.pretrained import load_pretrained
+from albert_tf.training import checkpoint
 
 _CONFIGS = {
     "groups_2_inner_2": dict(num_hidden_groups=2, inner_group_num=2),
@@ -71,7 +72,7 @@ def test_loads_a_release_written_with_tf_compat_v1(
     assert (out / "spm.model").read_bytes() == open(albert_spm_model, "rb").read()
     assert "global_step: training step counter" in (
         out / weight_set.REPORT_NAME).read_text()
-    assert_same_model(model, checkpoint.load_model_dir(str(out)))
+    assert_same_model(model, load_pretrained(str(out)))
 
 
 def test_loads_tf_hub_module_variables(tmp_path, random_pretrainer,
@@ -113,7 +114,7 @@ def test_round_trip_through_the_official_format(
 
     back = str(tmp_path / "back")
     convert_checkpoint(official, back, target="albert_tf")
-    assert_same_model(model, checkpoint.load_model_dir(back))
+    assert_same_model(model, load_pretrained(back))
 
 
 def _assert_nothing_written(parent, name):
