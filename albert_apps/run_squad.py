@@ -18,7 +18,6 @@ exports), so it lives in `albert_apps`.
 from albert_tf import cli
 from albert_tf.tasks.options import SquadOptions
 
-
 PROGRAM = "run_squad"
 
 
@@ -26,10 +25,11 @@ def run(options, strategy=None):
     """Fine-tunes, predicts and exports as `options` say; returns the report."""
     # Here, not at the top: TensorFlow loads after the flags are read.
     # pylint: disable=import-outside-toplevel
-    from albert_tf.tasks import finetune, finetune_jobs
+    from albert_tf.tasks import finetune
+    from albert_tf.tasks import finetune_jobs
     from albert_tf.training import distribute
-    from export import layout
     from export import finetuned_exports as export_tasks
+    from export import layout
     if strategy is None:
         strategy = distribute.get_strategy(
             options.strategy, tpu=options.tpu, tpu_zone=options.tpu_zone,

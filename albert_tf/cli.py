@@ -9,12 +9,11 @@ is what the training programs share (the fine-tuning programs that export,
 
 from absl import logging
 
+from albert_tf.training import output_folder
+from albert_tf.training.options import TrainingDivergedError
 from data_prep import flag_options as options_lib
 from data_prep import safe_io
 from data_prep import tf_startup
-
-from albert_tf.training import output_folder
-from albert_tf.training.options import TrainingDivergedError
 
 
 def log_report(report, keys):

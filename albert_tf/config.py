@@ -12,9 +12,8 @@ import json
 import logging
 import os
 
-from data_prep.flag_options import check_fields
-
 from albert_tf.cross_layer_sharing import SHARE_MODES
+from data_prep.flag_options import check_fields
 
 # `hidden_act` values (`albert_tf.layers.activations` implements each).
 ACTIVATION_NAMES = frozenset((

@@ -19,9 +19,8 @@ fields of `albert_tf.convert.options.ConvertOptions`; the work is done by
 
 from absl import logging
 
-from data_prep import flag_options as options_lib
-
 from albert_tf.convert.options import ConvertOptions
+from data_prep import flag_options as options_lib
 
 
 def convert(options):

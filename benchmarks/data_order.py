@@ -25,7 +25,8 @@ import statistics
 import tempfile
 import time
 
-from absl import app, flags
+from absl import app
+from absl import flags
 
 _STEPS = flags.DEFINE_integer("steps", 1200, "Training steps per run.")
 _SEEDS = flags.DEFINE_string("seeds", "0,1", "Training seeds (comma list).")

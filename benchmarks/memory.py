@@ -19,7 +19,8 @@ import subprocess
 import sys
 import time
 
-from absl import app, flags
+from absl import app
+from absl import flags
 
 _PRESETS = flags.DEFINE_list("presets", ["albert_base_v2", "albert_xxlarge_v2"],
                              "Presets, one row (and process) each.")

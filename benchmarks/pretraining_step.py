@@ -38,11 +38,13 @@ import os
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
-from absl import app, flags  # noqa: E402
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
 
-from benchmarks.synthetic import step_flops, synthetic_batch  # noqa: E402
+from benchmarks.synthetic import step_flops  # noqa: E402
+from benchmarks.synthetic import synthetic_batch  # noqa: E402
 
 _REPEATS = flags.DEFINE_integer("repeats", 5, "Timing windows per row.")
 _STEPS = flags.DEFINE_integer("steps", 3, "Steps per timing window.")
@@ -258,7 +260,8 @@ def main(argv):
     # Every row once first (compiles), then timing windows round-robin.
     medians = hardware.median_seconds_in_turns(runs, _REPEATS.value)
     # The reachable rate: the faster of XLA and TensorFlow's kernel.
-    peak = {dtype: max(MATMUL_INNER * 2 * size ** 3 / medians[("matmul", dtype.name, jit)]
+    peak = {dtype: max(MATMUL_INNER * 2 * size ** 3
+                       / medians[("matmul", dtype.name, jit)]
                        for jit in (True, False))
             for dtype in (tf.float32, tf.bfloat16)}
     seconds_of = {row: medians[row] / steps for row in _ROWS.value}

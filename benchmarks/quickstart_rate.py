@@ -20,7 +20,8 @@ import statistics
 import tempfile
 import time
 
-from absl import app, flags
+from absl import app
+from absl import flags
 
 _STEPS = flags.DEFINE_integer("steps", 600, "Training steps per run.")
 _REPEATS = flags.DEFINE_integer("repeats", 1, "Rounds of the three runs.")
@@ -44,8 +45,8 @@ def build_data(data_dir):
 def run_once(vocabulary, records, output_dir, jit_compile, steps):
     """Pretrains `steps` steps one way; returns its rates and choice."""
     from albert_apps.quickstart import stages
-    from albert_tf.training import xla_autotune
     from albert_tf.training import pretraining
+    from albert_tf.training import xla_autotune
 
     config = stages.model_config(vocabulary["pieces"], 64)
     options = stages.pretraining_options(

@@ -32,22 +32,25 @@ length `--seq_length` on sentences long enough to fill it:
 
 For each: median and p99 latency at batch 1, median latency and throughput
 at batch 32. The four run in turns within each iteration, so load from other
-processes falls on all of them alike. The tokenization overhead is the preprocessor's median time at
+processes falls on all of them alike. The tokenization overhead is the
+preprocessor's median time at
 batch 32 over the Keras encoder's (target: at most 10%).
 
     python -m benchmarks.serving [--mode=shapes --preset=albert_base_v2 \
         --iters_b1=50 --iters_b32=10]
 """
 
+import functools
 import os
 import tempfile
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
-from absl import app, flags  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tensorflow_text  # noqa: E402,F401
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
 
 from albert_tf.training import hardware  # noqa: E402
 from benchmarks import serving_common  # noqa: E402
@@ -100,9 +103,9 @@ def run(preset, seq_length, batch, iters_b1, iters_b32, warmup, workdir):
         `_stats` dicts; overhead the tokenization time over the Keras
         encoder's at `batch`.
     """
+    from albert_tf.layers import preprocessing
     from data_prep import text as text_lib
     from export import pretrained_export
-    from albert_tf.layers import preprocessing
 
     proto, sp_model, pretrainer = serving_common.albert_model(
         workdir, preset, _SPM_MODEL_FILE.value, _CHECKPOINT.value)
@@ -128,14 +131,15 @@ def run(preset, seq_length, batch, iters_b1, iters_b32, warmup, workdir):
         ("text-in SavedModel", "strings",
          # An empty `text_b` is what the model server feeds when a request
          # leaves it out (the signature's default).
-         lambda rows: (lambda s=tf.constant(rows): serving(
-             text=s, text_b=tf.constant([], tf.string)))),
+         lambda rows: functools.partial(
+             serving, text=tf.constant(rows),
+             text_b=tf.constant([], tf.string))),
         ("Keras encoder (in-process)", "ids",
-         lambda rows: (lambda x=ids_for(rows): keras_call(x))),
+         lambda rows: functools.partial(keras_call, ids_for(rows))),
         ("encoder SavedModel", "ids",
-         lambda rows: (lambda x=ids_for(rows): encoder_sm.serve(x))),
+         lambda rows: functools.partial(encoder_sm.serve, ids_for(rows))),
         ("tokenization only", "strings",
-         lambda rows: (lambda s=tf.constant(rows): preprocessor(s))),
+         lambda rows: functools.partial(preprocessor, tf.constant(rows))),
     )
     b1 = serving_common.time_interleaved([make(texts[:1]) for _, _, make in paths],
                            iters_b1, warmup)
@@ -143,7 +147,8 @@ def run(preset, seq_length, batch, iters_b1, iters_b32, warmup, workdir):
     bn = serving_common.time_interleaved([make(texts) for _, _, make in paths],
                            iters_b32, warmup)
     print("  timed batch %d" % batch, flush=True)
-    results = [(name, kind, serving_common.stats(t1, 1), serving_common.stats(tn, batch))
+    results = [(name, kind, serving_common.stats(t1, 1),
+                serving_common.stats(tn, batch))
                for (name, kind, _), t1, tn in zip(paths, b1, bn)]
     overhead = results[3][3]["median_ms"] / results[1][3]["median_ms"]
     return results, overhead
@@ -238,7 +243,8 @@ def run_shapes(preset, seq_length, batch, iters_b1, iters_b32, warmup,
             texts = []
             for _ in range(batch):
                 start = int(rng.integers(0, len(words) // 2))
-                text, real = serving_common.text_of_length(words, sp_model, draw(), start)
+                text, real = serving_common.text_of_length(
+                    words, sp_model, draw(), start)
                 texts.append(text)
                 drawn.append(real)
             return tf.constant(texts)

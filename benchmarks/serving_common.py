@@ -31,7 +31,8 @@ def albert_model(workdir, preset, spm_model_file=None, checkpoint=None):
     where a small preset has fewer pieces), random or from `checkpoint`."""
     import sentencepiece as spm
 
-    from albert_tf import AlbertConfig, AlbertPretrainer
+    from albert_tf import AlbertConfig
+    from albert_tf import AlbertPretrainer
     from albert_tf.training import checkpoint as checkpoint_lib
 
     with open(spm_model(workdir, spm_model_file), "rb") as f:

@@ -212,10 +212,10 @@ def _fill_mask_accuracy(pretrainer, proto, seq_length, quickstart_dir,
             pretrainer, proto, os.path.join(workdir, "mlm_" + dtype),
             max_seq_length=seq_length, save_keras=False, serving_dtype=dtype)
         model = tf.saved_model.load(paths["serving"])
-        top1 = np.concatenate(_in_batches(lambda b: model.signatures[
+        top1 = np.concatenate(_in_batches(lambda b, model=model: model.signatures[
             "fill_mask"](text=tf.constant(b))["top_k_ids"].numpy()[:, 0, 0],
                                           masked))
-        pooled = np.concatenate(_in_batches(lambda b: model.signatures[
+        pooled = np.concatenate(_in_batches(lambda b, model=model: model.signatures[
             "serving_single"](text=tf.constant(b))["pooled_output"].numpy(),
                                             sentences))
         results[dtype] = (top1, pooled)

@@ -37,8 +37,8 @@ import dataclasses
 from typing import Optional
 
 from data_prep import filesystems
-from data_prep import instances
 from data_prep import flag_options as options_lib
+from data_prep import instances
 from data_prep import pipeline
 from data_prep import reader
 from data_prep.flag_options import option

@@ -32,9 +32,9 @@ import typing
 
 from absl import app
 from absl import flags
+from absl import logging
 from absl.flags import _argument_parser
 from absl.flags import _flag
-from absl import logging
 
 from data_prep import tf_startup
 

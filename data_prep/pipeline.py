@@ -39,8 +39,8 @@ from absl import logging
 
 from data_prep import filesystems
 from data_prep import instances as instances_lib
-from data_prep import ngram_masking
 from data_prep import mixing
+from data_prep import ngram_masking
 from data_prep import output as output_lib
 from data_prep import progress
 from data_prep import reader

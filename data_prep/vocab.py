@@ -13,6 +13,7 @@ the trainer and the exporters call it before relying on the ids.
 """
 
 import heapq
+import io
 import os
 import re
 
@@ -415,23 +416,9 @@ def train_from_sentences(sample, model_prefix, input_patterns, counters,
             raise safe_io.OutputError(
                 safe_io.describe_os_error(e, directory)) from None
     temp_prefix = safe_io.temporary_path(model_prefix)
-    options = dict(
-        model_prefix=temp_prefix,
-        model_type="unigram",
-        vocab_size=vocab_size,
-        pad_id=PAD_ID,
-        unk_id=UNK_ID,
-        bos_id=-1,
-        eos_id=-1,
-        control_symbols=["[CLS]", "[SEP]", "[MASK]"],
-        user_defined_symbols=list(USER_SYMBOLS),
-        character_coverage=character_coverage,
-        hard_vocab_limit=hard_vocab_limit,
-        input_sentence_size=0,  # sampled above
-        num_threads=num_threads or os.cpu_count() or 1,
-        minloglevel=1,
-    )
-    options.update(extra_trainer_options or {})
+    options = _trainer_options(vocab_size, character_coverage,
+                               hard_vocab_limit, num_threads)
+    options.update(model_prefix=temp_prefix, **(extra_trainer_options or {}))
     try:
         try:
             spm.SentencePieceTrainer.train(sentence_iterator=iter(sample),
@@ -445,6 +432,62 @@ def train_from_sentences(sample, model_prefix, input_patterns, counters,
     finally:
         _remove(output_paths(temp_prefix))
     return output_paths(model_prefix)
+
+
+def _trainer_options(vocab_size, character_coverage, hard_vocab_limit,
+                     num_threads):
+    """The `SentencePieceTrainer` options of an ALBERT vocabulary."""
+    return dict(
+        model_type="unigram",
+        vocab_size=vocab_size,
+        pad_id=PAD_ID,
+        unk_id=UNK_ID,
+        bos_id=-1,
+        eos_id=-1,
+        control_symbols=["[CLS]", "[SEP]", "[MASK]"],
+        user_defined_symbols=list(USER_SYMBOLS),
+        character_coverage=character_coverage,
+        hard_vocab_limit=hard_vocab_limit,
+        input_sentence_size=0,  # the callers sample
+        num_threads=num_threads or os.cpu_count() or 1,
+        minloglevel=1,
+    )
+
+
+def model_from_texts(texts, vocab_size, do_lower_case=True,
+                     hard_vocab_limit=False):
+    """Trains a vocabulary in memory on a few texts (examples, small tests).
+
+    The same model as `train_vocab` (unigram, the ALBERT special pieces),
+    without files: every text is one sentence.
+
+    Args:
+        texts: an iterable of strings.
+        vocab_size: number of pieces, special pieces included.
+        do_lower_case: whether the text is lowercased.
+        hard_vocab_limit: if False, `vocab_size` is a soft limit.
+
+    Returns:
+        The serialized model: what `spm_model=` and `load_model` take.
+
+    Raises:
+        ValueError: no text, or a vocabulary size the texts cannot give.
+    """
+    sentences = [text_lib.preprocess_text(text, do_lower_case)
+                 for text in texts]
+    sentences = [sentence for sentence in sentences if sentence]
+    if not sentences:
+        raise ValueError("No text to train a vocabulary on. Received: "
+                         "texts=%r" % (texts,))
+    writer = io.BytesIO()
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(sentences), model_writer=writer,
+            **_trainer_options(vocab_size, 1.0, hard_vocab_limit, 1))
+    except RuntimeError as e:
+        raise _trainer_error(e, vocab_size, 1.0) from None
+    check_special_pieces(writer.getvalue())
+    return writer.getvalue()
 
 
 def _loads(path):

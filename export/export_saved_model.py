@@ -99,8 +99,8 @@ def export(options):
     if options.tf_serving_version is not None:
         serving_compat.release_name(options.tf_serving_version)
     check_options(options)
-    from export import pretrained_export
     from export import layout
+    from export import pretrained_export
     if options.version is not None:  # Before the checkpoint is read.
         layout.check_version_free(
             options.export_dir, pretrained_export.model_names(

@@ -39,15 +39,14 @@ import tempfile
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from data_prep import safe_io
-
 from albert_tf.layers import preprocessing
 from albert_tf.models import serving_copy
-from export import pretrained_export
+from data_prep import safe_io
 from export import layout
+from export import pretrained_export
+from export import serving_compat
 from export import serving_dtype_auto
 from export import signatures
-from export import serving_compat
 
 _STRINGS = tf.TensorSpec([None], tf.string)
 

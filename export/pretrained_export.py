@@ -12,17 +12,17 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.config import AlbertConfig
 from albert_tf.layers import preprocessing
+from albert_tf.models import serving_copy
 from albert_tf.models.pretrainer import AlbertPretrainer
+from albert_tf.training import checkpoint as checkpoint_lib
 from data_prep import safe_io
 from data_prep import vocab
-from albert_tf.models import serving_copy
 from export import layout
+from export import serving_compat
 from export import serving_dtype_auto
 from export import signatures
-from export import serving_compat
 
 ENCODER_SUFFIX = "_encoder"
 PREPROCESSOR_SUFFIX = "_preprocessor"

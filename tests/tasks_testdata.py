@@ -11,7 +11,8 @@ _TMP = tempfile.mkdtemp(prefix="albert_tasks_")
 @functools.lru_cache(maxsize=None)
 def spm_model_path():
     """A small SentencePiece model with the ALBERT special pieces (cached)."""
-    from data_prep import builtin_corpus, vocab
+    from data_prep import builtin_corpus
+    from data_prep import vocab
 
     corpus = os.path.join(_TMP, "corpus.txt")
     builtin_corpus.write_corpus(corpus, max_chars=150_000)

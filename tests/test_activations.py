@@ -22,7 +22,8 @@ def test_gelu_is_the_tanh_approximation():
 
 def test_gelu_exact_is_the_erf_form():
     x = np.linspace(-5, 5, 101).astype("float32")
-    np.testing.assert_allclose(activations.get("gelu_exact")(x), _gelu_erf(x), atol=1e-6)
+    np.testing.assert_allclose(activations.get("gelu_exact")(x), _gelu_erf(x),
+                               atol=1e-6)
     # The two forms differ measurably, so a mix-up would show.
     assert np.abs(_gelu_tanh(x) - _gelu_erf(x)).max() > 1e-4
 
@@ -39,7 +40,9 @@ def test_gelu_gradient_is_the_derivative_of_the_formula():
     with tf.GradientTape() as tape:
         tape.watch(x)
         y = activations.gelu(x)
-    grad = tape.gradient(y, x, output_gradients=tf.fill(x.shape, tf.constant(2.0, tf.float64))).numpy()
+    grad = tape.gradient(
+        y, x, output_gradients=tf.fill(x.shape, tf.constant(2.0, tf.float64))
+    ).numpy()
     eps = 1e-6
     numeric = (_gelu_tanh(x.numpy() + eps) - _gelu_tanh(x.numpy() - eps)) / (2 * eps)
     np.testing.assert_allclose(grad, 2.0 * numeric, atol=1e-8)

@@ -17,11 +17,13 @@ import os
 import shutil
 import subprocess
 import sys
-from typing import Callable, Tuple
+from typing import Callable
+from typing import Tuple
 
 import pytest
 
-from albert_tf import AlbertConfig, AlbertPretrainer
+from albert_tf import AlbertConfig
+from albert_tf import AlbertPretrainer
 from albert_tf.training import checkpoint as checkpoint_lib
 from tests import tasks_testdata
 from tests import test_pretraining as records
@@ -133,7 +135,8 @@ class Case:
 CASES = [
     Case("binary corpus", lambda w: ([
         "data_prep.create_pretraining_data",
-        f"--input_file={_write(os.path.join(w['root'], 'bin.txt'), bytes(range(256)) * 40)}",
+        "--input_file="
+        f"{_write(os.path.join(w['root'], 'bin.txt'), bytes(range(256)) * 40)}",
         f"--output_file={w['root']}/out/bin.tfrecord",
         f"--spm_model_file={w['spm']}"], []),
         r"create_pretraining_data: error: .*(not text|binary|no input|No input)",

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertConfig, AlbertPretrainer
+from albert_tf import AlbertConfig
+from albert_tf import AlbertPretrainer
 from albert_tf.training import checkpoint
 
 

@@ -3,7 +3,8 @@ import logging
 
 import pytest
 
-from albert_tf import AlbertConfig, PRESETS
+from albert_tf import PRESETS
+from albert_tf import AlbertConfig
 
 
 def test_presets_match_released_configs():

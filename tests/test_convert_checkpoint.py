@@ -5,8 +5,8 @@ import sys
 import numpy as np
 import pytest
 
-from albert_tf.training import checkpoint
 from albert_tf.convert import safetensors_io
+from albert_tf.training import checkpoint
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

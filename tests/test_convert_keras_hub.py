@@ -3,10 +3,12 @@ import os
 import numpy as np
 import pytest
 
-from albert_tf.convert import weight_set
 from albert_tf.convert import keras_hub as keras_hub_convert
 from albert_tf.convert import names
-from albert_tf.convert.pretrained import convert_checkpoint, detect_format, load_pretrained
+from albert_tf.convert import weight_set
+from albert_tf.convert.pretrained import convert_checkpoint
+from albert_tf.convert.pretrained import detect_format
+from albert_tf.convert.pretrained import load_pretrained
 
 keras_hub = pytest.importorskip("keras_hub")
 

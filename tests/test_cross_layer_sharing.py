@@ -9,14 +9,15 @@ import pytest
 
 from albert_tf import AlbertConfig
 from albert_tf import cross_layer_sharing
-from albert_tf.cross_layer_sharing import group_of_layer, sub_block_keys
+from albert_tf.cross_layer_sharing import group_of_layer
+from albert_tf.cross_layer_sharing import sub_block_keys
 
 
 def test_group_of_layer_is_the_official_formula():
-    assert [group_of_layer(l, 12, 3) for l in range(12)] == (
+    assert [group_of_layer(layer, 12, 3) for layer in range(12)] == (
         [0] * 4 + [1] * 4 + [2] * 4)
-    assert {group_of_layer(l, 12, 1) for l in range(12)} == {0}
-    assert [group_of_layer(l, 4, 4) for l in range(4)] == [0, 1, 2, 3]
+    assert {group_of_layer(layer, 12, 1) for layer in range(12)} == {0}
+    assert [group_of_layer(layer, 4, 4) for layer in range(4)] == [0, 1, 2, 3]
 
 
 def _config(share, layers=4, groups=2, inner=1):

@@ -51,7 +51,8 @@ def test_is_chief_in_a_cluster():
 
     class FakeStrategy:
         def __init__(self, task_type, task_id, cluster=spec):
-            self.cluster_resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+            resolvers = tf.distribute.cluster_resolver
+            self.cluster_resolver = resolvers.SimpleClusterResolver(
                 cluster, task_type=task_type, task_id=task_id)
 
     assert distribute.is_chief(FakeStrategy("worker", 0))

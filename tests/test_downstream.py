@@ -130,10 +130,13 @@ def test_few_documents_say_so_and_too_few_are_refused(tmp_path):
 def test_finetune_through_the_exported_encoder_and_serve(tmp_path):
     import tensorflow_text  # noqa: F401
 
-    from albert_tf import AlbertConfig, AlbertPretrainer
+    from albert_tf import AlbertConfig
+    from albert_tf import AlbertPretrainer
     from albert_tf.layers.preprocessing import TextPreprocessor
-    from data_prep import builtin_corpus, vocab
-    from export import pretrained_export, finetuned_exports
+    from data_prep import builtin_corpus
+    from data_prep import vocab
+    from export import finetuned_exports
+    from export import pretrained_export
 
     corpus = str(tmp_path / "c.txt")
     builtin_corpus.write_corpus(corpus, max_chars=60_000)
@@ -168,7 +171,8 @@ def test_finetune_through_the_exported_encoder_and_serve(tmp_path):
 
     # The fine-tuned model serves raw text through the CLIs' classifier
     # export, with its own numbers.
-    served = finetuned_exports.export_classifier(model, spm_model, str(tmp_path / "cls"),
+    served = finetuned_exports.export_classifier(model, spm_model,
+                                     str(tmp_path / "cls"),
                                      labels=list(task.labels),
                                      max_seq_length=32, model_name="order")
     loaded = tf.saved_model.load(served)

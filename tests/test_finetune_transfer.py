@@ -6,7 +6,8 @@ what it scored.
 
 The run is the `builtin_quickstart` fixture (tests/fixtures_training.py): the job's
 defaults, with pretraining fixed at the 1200 steps its 300 s budget
-reaches on 2 AVX2 cores. The tasks (`albert_apps.quickstart.downstream`) come from documents of
+reaches on 2 AVX2 cores. The tasks (`albert_apps.quickstart.downstream`) come from
+documents of
 standard-library packages left out of pretraining: `section` (which quarter
 of the held-out text a passage comes from) and `sentence_order` (two
 adjacent passages, in order or swapped).

@@ -4,9 +4,9 @@
 import numpy as np
 import pytest
 
+from albert_apps.quickstart import finetuning
 from albert_tf import AlbertConfig
 from albert_tf.models.encoder import AlbertEncoder
-from albert_apps.quickstart import finetuning
 
 T = 16
 

@@ -6,15 +6,17 @@ import re
 import subprocess
 import sys
 
-from absl import app, flags
 import pytest
+from absl import app
+from absl import flags
 
+from albert_tf.tasks.options import ClassifierOptions
+from albert_tf.tasks.options import FinetuneOptions
+from albert_tf.tasks.options import RaceOptions
+from albert_tf.tasks.options import SquadOptions
+from albert_tf.training.options import PretrainingOptions
 from data_prep import flag_options as options_lib
 from data_prep.flag_options import option
-
-from albert_tf.tasks.options import ClassifierOptions, FinetuneOptions
-from albert_tf.tasks.options import RaceOptions, SquadOptions
-from albert_tf.training.options import PretrainingOptions
 
 # Every program of the project (their flags are defined only when run).
 PROGRAMS = ("albert_tf.run_pretraining", "albert_apps.run_classifier",
@@ -139,7 +141,8 @@ def test_the_flag_choices_are_the_library_values():
     """The TensorFlow-free options modules spell out values the library
     defines again beside its TensorFlow code."""
     from albert_tf.layers import preprocessing
-    from albert_tf.training import distribute, lamb
+    from albert_tf.training import distribute
+    from albert_tf.training import lamb
     from albert_tf.training import options as training_options
     from export import options as export_options
 

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertConfig, AlbertPretrainer
+from albert_tf import AlbertConfig
+from albert_tf import AlbertPretrainer
 from albert_tf.layers import fused_dispatch
 
 # The XLA-compiled functions of `fused_ops`: a traced step that uses a fused
@@ -21,10 +22,12 @@ def _batch(config, batch=2, length=12, predictions=3):
     mask = np.ones((batch, length), "int32")
     mask[1, 8:] = 0
     return {
-        "input_word_ids": tf.constant(rng.integers(5, config.vocab_size, (batch, length)), tf.int32),
+        "input_word_ids": tf.constant(
+            rng.integers(5, config.vocab_size, (batch, length)), tf.int32),
         "input_mask": tf.constant(mask),
         "input_type_ids": tf.zeros((batch, length), tf.int32),
-        "masked_lm_positions": tf.constant(rng.integers(1, 7, (batch, predictions)), tf.int32),
+        "masked_lm_positions": tf.constant(
+            rng.integers(1, 7, (batch, predictions)), tf.int32),
     }
 
 
@@ -95,7 +98,8 @@ def test_keras_jit_compiled_fit_traces_no_fused_kernel():
         wrapped = keras.Model(model.input, outputs)
         # The optimizer is not what is checked: SGD's step compiles in less
         # than half of Adam's time (2.4 s against 5.5 s).
-        wrapped.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(
+        wrapped.compile(optimizer="sgd",
+                        loss=keras.losses.SparseCategoricalCrossentropy(
             from_logits=True), jit_compile=True)
         wrapped.fit(batch, tf.constant([0, 1]), epochs=1, verbose=0)
     finally:

@@ -156,7 +156,8 @@ def test_cast_once_gives_the_values_and_gradients_of_a_cast_per_use(jit_compile,
                   if cached else contextlib.nullcontext()):
                 h = x
                 for _ in range(3):  # three uses of the shared kernel
-                    h = tf.tanh(tf.matmul(h, fused_ops.cast_variable(kernel, tf.bfloat16)))
+                    h = tf.tanh(tf.matmul(
+                        h, fused_ops.cast_variable(kernel, tf.bfloat16)))
                 h = tf.matmul(h, fused_ops.cast_variable(other, tf.bfloat16))
             loss = tf.reduce_sum(tf.cast(h, tf.float32) * tf.range(W, dtype=tf.float32))
         grads = tape.gradient(loss, [kernel, other])
@@ -198,7 +199,8 @@ def test_kernels_trace_with_unknown_shapes():
     x, residual = _random((M, W), 0, tf.bfloat16), _random((M, W), 1, tf.bfloat16)
     scores = _random((2, 3, 4, 5), 2, tf.bfloat16)
     h, probs, (dx, d_scores) = run(x, residual, scores, tf.zeros((2, 5)))
-    assert h.shape == dx.shape == (M, W) and probs.shape == d_scores.shape == (2, 3, 4, 5)
+    assert (h.shape == dx.shape == (M, W)
+            and probs.shape == d_scores.shape == (2, 3, 4, 5))
     np.testing.assert_allclose(tf.reduce_sum(tf.cast(probs, tf.float32), -1), 1.0,
                                atol=2e-2)
 

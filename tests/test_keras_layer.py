@@ -60,7 +60,8 @@ def _exported_encoder(path, vocab_size=64):
     """
     import tensorflow as tf
 
-    from albert_tf import AlbertConfig, AlbertEncoder
+    from albert_tf import AlbertConfig
+    from albert_tf import AlbertEncoder
     from export import signatures
 
     keras.utils.set_random_seed(0)

@@ -79,7 +79,8 @@ def test_matches_numpy_transcription_of_official_update(name):
 
 
 def test_exclusions_by_variable_path():
-    from albert_tf import AlbertConfig, AlbertPretrainer
+    from albert_tf import AlbertConfig
+    from albert_tf import AlbertPretrainer
 
     model = AlbertPretrainer(AlbertConfig.from_preset("tiny"))
     optimizer = lamb.Lamb()

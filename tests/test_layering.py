@@ -162,7 +162,8 @@ def test_a_program_importing_export_is_reported(tmp_path, monkeypatch):
     """Also from the library's own programs (no exception for them)."""
     bad = tmp_path / "albert_tf" / "cli"
     bad.mkdir(parents=True)
-    (bad / "run_bad.py").write_text("def run():\n    from export import finetuned_exports\n")
+    (bad / "run_bad.py").write_text(
+        "def run():\n    from export import finetuned_exports\n")
     monkeypatch.setattr(sys.modules[__name__], "REPO", str(tmp_path))
     assert back_imports() == [("albert_tf.cli.run_bad", 2, "export.finetuned_exports")]
 
@@ -171,7 +172,8 @@ def test_the_check_catches_a_back_import(tmp_path, monkeypatch):
     """A layer importing the training code is reported."""
     bad = tmp_path / "albert_tf" / "layers"
     bad.mkdir(parents=True)
-    (bad / "bad.py").write_text("def f():\n    from albert_tf.training import trainer\n")
+    (bad / "bad.py").write_text(
+        "def f():\n    from albert_tf.training import trainer\n")
     monkeypatch.setattr(sys.modules[__name__], "REPO", str(tmp_path))
     assert back_imports() == [("albert_tf.layers.bad", 2,
                                "albert_tf.training.trainer")]

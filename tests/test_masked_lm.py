@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertConfig, AlbertEncoder
+from albert_tf import AlbertConfig
+from albert_tf import AlbertEncoder
 from albert_tf.layers import preprocessing
 from albert_tf.tasks.masked_lm import AlbertMaskedLM
 from albert_tf.training import checkpoint

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from albert_tf import AlbertEmbedding, MaskedLMHead
+from albert_tf import AlbertEmbedding
+from albert_tf import MaskedLMHead
 from tests.layer_checks import run_layer_test
 
 
@@ -36,7 +37,8 @@ def test_masked_lm_head_tied_to_embedding_and_matches_reference():
     assert head.decoder_table is embedding.word_embeddings
     assert len(head.weights) == 5  # transform kernel+bias, LayerNorm, output_bias
     gathered = np.take_along_axis(seq, positions[:, :, None], axis=1)
-    h = gathered @ head.transform_dense.kernel.numpy() + head.transform_dense.bias.numpy()
+    h = (gathered @ head.transform_dense.kernel.numpy()
+         + head.transform_dense.bias.numpy())
     h = 0.5 * h * (1 + np.tanh(np.sqrt(2 / np.pi) * (h + 0.044715 * h**3)))
     h = _layer_norm(head.layer_norm, h)
     ref = h @ embedding.word_embeddings.numpy().T + head.output_bias.numpy()

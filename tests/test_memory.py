@@ -44,7 +44,7 @@ def test_xxlarge_at_seq_512_is_estimated_near_the_measured_peak():
 
 def test_training_logs_the_estimate(short_pretraining_run):
     lines = short_pretraining_run.lines
-    line = next(l for l in lines if l.startswith("Memory estimate"))
+    line = next(line for line in lines if line.startswith("Memory estimate"))
     for part in ("parameters", "optimizer", "shared kernels", "activations",
                  "per example x 8"):
         assert part in line

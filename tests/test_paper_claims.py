@@ -12,7 +12,8 @@ import sys
 import numpy as np
 import pytest
 
-from albert_tf import AlbertConfig, AlbertPretrainer
+from albert_tf import AlbertConfig
+from albert_tf import AlbertPretrainer
 from benchmarks.paper_claims import job
 from benchmarks.paper_claims import keras_hub_parity
 from benchmarks.paper_claims import runs
@@ -34,12 +35,12 @@ def _config(**overrides):
 def _encoder_parameters(config):
     """The encoder count by the paper's formula, not by building a model."""
     V, E, H = config.vocab_size, config.embedding_size, config.hidden_size
-    I, L = config.intermediate_size, config.num_hidden_layers
+    F, L = config.intermediate_size, config.num_hidden_layers
     embeddings = (V + config.max_position_embeddings
                   + config.type_vocab_size) * E + 2 * E
     projection = E * H + H if E != H else 0
     attention = 4 * (H * H + H) + 2 * H
-    ffn = H * I + I + I * H + H + 2 * H
+    ffn = H * F + F + F * H + H + 2 * H
     copies = {"all": (1, 1), "attention": (1, L), "ffn": (L, 1),
               "none": (L, L)}[config.share]
     return (embeddings + projection + copies[0] * attention
@@ -104,9 +105,9 @@ def _measured(accuracy, loss=5.0, parameters=1000):
 def test_claims_follow_from_the_numbers():
     # Seed spread of MLM accuracy 0.2 pt: pair threshold 0.57 pt.
     parity_runs = {
-        "albert_tf": [dict(_measured(a, l), seed=i) for i, (a, l) in
+        "albert_tf": [dict(_measured(a, losses), seed=i) for i, (a, losses) in
                       enumerate([(0.150, 5.00), (0.152, 5.02), (0.148, 4.98)])],
-        "keras_hub": [dict(_measured(a, l), seed=i) for i, (a, l) in
+        "keras_hub": [dict(_measured(a, losses), seed=i) for i, (a, losses) in
                       enumerate([(0.149, 5.01), (0.151, 5.03), (0.147, 4.99)])]}
     factorization = [
         dict(_measured(a, parameters=p), share=share, embedding_size=e)
@@ -243,7 +244,7 @@ def test_quick_study_fills_every_cell(tmp_path):
         assert all(0.0 <= accuracy <= 1.0 for accuracy in row["downstream"])
     for row in (cross["sop"], cross["nsp"]):
         assert set(row["accuracy"]) == {"sop", "nsp"}
-        for task, curve in row["curves"].items():
+        for curve in row["curves"].values():
             assert [p["step"] for p in curve] == [6, 12]
             assert all(0.0 <= p["sentence_order_accuracy"] <= 1.0
                        for p in curve)

@@ -87,7 +87,7 @@ def test_round_trip_layout_and_masks(built, spm_model, corpus_dir):
     for name in ("a.txt", "b.txt"):
         with open(corpus_dir / name, encoding="utf-8") as fh:
             for block in fh.read().split("\n\n"):
-                lines = [l for l in block.split("\n") if l.strip()]
+                lines = [line for line in block.split("\n") if line.strip()]
                 ids = sum(text.tokenize_to_ids(spm_model, lines), [])
                 docs.append("," + ",".join(map(str, ids)) + ",")
     corpus = "|".join(docs)

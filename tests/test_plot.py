@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tools import plot
 from albert_tf.training import results
+from tools import plot
 
 
 def _image(path):

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from data_prep import text as text_lib
 from albert_tf.layers import preprocessing
+from data_prep import text as text_lib
 
 TEXTS = ["Kato rimen sa lo.", "", "   ", "Café NAÏVE Über façade",
          "ka " * 40, "Pre-di, on ta; 1999!", "東京 ﬁnal coöp"]
@@ -135,7 +135,8 @@ def test_compiled_packing_equals_python_on_random_rows():
         pair, single = pack(first, second, tf.constant(seq_length))
         for i, (a, b) in enumerate(rows):
             for packed, expected in ((pair, preprocessing.pack_ids(a, b, seq_length)),
-                                     (single, preprocessing.pack_ids(a, None, seq_length))):
+                                     (single,
+                                      preprocessing.pack_ids(a, None, seq_length))):
                 for key, value in expected.items():
                     assert packed[key][i].numpy().tolist() == value, (
                         key, seq_length, a, b)

@@ -4,10 +4,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.training import checkpoint
 from albert_tf.convert import weight_set
-from albert_tf.convert.pretrained import (convert_checkpoint, detect_format,
-                                  load_pretrained, spm_model_path)
+from albert_tf.convert.pretrained import convert_checkpoint
+from albert_tf.convert.pretrained import detect_format
+from albert_tf.convert.pretrained import load_pretrained
+from albert_tf.convert.pretrained import spm_model_path
+from albert_tf.training import checkpoint
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ import tensorflow as tf
 
 from albert_tf.layers import preprocessing
 from data_prep import text as text_lib
-from export import pretrained_export
 from export import layout
+from export import pretrained_export
 
 TEXTS = ["The cat sat on the mat.", "Kato rimen sa lo, pre di!",
          "  Café   NAÏVE  Über  ", "", "ka " * 200]
@@ -58,15 +58,21 @@ def strings(values):
 
 cases = {
     "empty": lambda: serve(text=strings([""]), text_b=strings([""])),
-    "long": lambda: serve(text=strings(["word " * 20000]), text_b=strings(["x" * 100000])),
-    "invalid_utf8": lambda: serve(text=strings([b"\xff\xfe\x80 abc", b"\xc3"]), text_b=strings([b"\xed\xa0\x80", b""])),
+    "long": lambda: serve(text=strings(["word " * 20000]),
+                          text_b=strings(["x" * 100000])),
+    "invalid_utf8": lambda: serve(text=strings([b"\xff\xfe\x80 abc", b"\xc3"]),
+                                  text_b=strings([b"\xed\xa0\x80", b""])),
     "zero_batch": lambda: serve(text=strings([]), text_b=strings([])),
     "pair_mismatch": lambda: serve(text=strings(["a", "b"]), text_b=strings(["a"])),
     "fill_mask_zero_batch": lambda: model.signatures["fill_mask"](text=strings([])),
-    "fill_mask_many_masks": lambda: model.signatures["fill_mask"](text=strings(["[MASK] " * 500, b"\xff[MASK]"])),
-    "fill_mask_no_mask": lambda: model.signatures["fill_mask"](text=strings(["no mask here", ""])),
-    "sop_empty": lambda: model.signatures["sop"](text=strings(["", ""]), text_b=strings(["", "x"])),
-    "sop_zero_batch": lambda: model.signatures["sop"](text=strings([]), text_b=strings([])),
+    "fill_mask_many_masks": lambda: model.signatures["fill_mask"](
+        text=strings(["[MASK] " * 500, b"\xff[MASK]"])),
+    "fill_mask_no_mask": lambda: model.signatures["fill_mask"](
+        text=strings(["no mask here", ""])),
+    "sop_empty": lambda: model.signatures["sop"](
+        text=strings(["", ""]), text_b=strings(["", "x"])),
+    "sop_zero_batch": lambda: model.signatures["sop"](
+        text=strings([]), text_b=strings([])),
 }
 report = {}
 for name, call in cases.items():
@@ -517,8 +523,8 @@ def _assert_cosines_above(threshold):
 def test_reduced_precision_export_agrees_with_float32(
         exported_albert, reduced_precision_exports, loaded_serving_model,
         serving_dtype):
-    from export import serving_dtype_auto
     from export import serving_compat
+    from export import serving_dtype_auto
 
     path = reduced_precision_exports[serving_dtype]
     record = serving_dtype_auto.read(path)

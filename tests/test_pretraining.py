@@ -199,11 +199,13 @@ def test_train_resume_eval_and_summaries(tmp_path):
     assert [r["checkpoint"] for r in results] == ["ckpt-2", "ckpt-4"]
     assert set(losses.METRIC_NAMES) <= set(results[0])
     best = read_eval_results(os.path.join(out, "best", "eval_results.txt"))
-    assert best[0]["masked_lm_accuracy"] == max(r["masked_lm_accuracy"] for r in results)
+    assert best[0]["masked_lm_accuracy"] == max(
+        r["masked_lm_accuracy"] for r in results)
     assert sorted(read_scalars(os.path.join(out, "train"), "loss")) == [2, 4]
     lr = read_scalars(os.path.join(out, "train"), "learning_rate")
     np.testing.assert_allclose(lr[2], 1e-2 * (1 - 2 / 4), rtol=1e-6)
-    assert sorted(read_scalars(os.path.join(out, "eval"), "masked_lm_accuracy")) == [2, 4]
+    assert sorted(read_scalars(os.path.join(out, "eval"),
+                               "masked_lm_accuracy")) == [2, 4]
 
     # Longer run in the same directory: resumes at 4, trains 4 -> 6 only.
     more = train_lib.run_pretraining(options(data, out, num_train_steps=6))

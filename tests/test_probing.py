@@ -4,9 +4,9 @@ import keras
 import numpy as np
 import pytest
 
+from albert_apps.quickstart import probing
 from albert_tf import AlbertConfig
 from albert_tf.models.encoder import AlbertEncoder
-from albert_apps.quickstart import probing
 
 T = 12
 

@@ -44,7 +44,7 @@ def test_training_logs_lines_elsewhere(short_pretraining_run):
     # Not on a terminal: no bar, and 4 steps at 2 per loop log a line a loop.
     assert short_pretraining_run.stderr == ""
     lines = short_pretraining_run.lines
-    assert [l.split(" (")[0] for l in lines if l.startswith("step ")] == [
+    assert [line.split(" (")[0] for line in lines if line.startswith("step ")] == [
         "step 2/4", "step 4/4"]
 
 

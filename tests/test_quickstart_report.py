@@ -6,10 +6,9 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from tools import plot
-
 from albert_apps.quickstart import report as report_lib
 from albert_apps.quickstart import stages_downstream
+from tools import plot
 
 
 def _eval(step, mlm, sop):

@@ -2,10 +2,9 @@
 
 import os
 
-from data_prep import pipeline
-
 from albert_apps.quickstart import resume
 from albert_apps.quickstart import stages
+from data_prep import pipeline
 
 
 def _touch(path, mtime, text="x"):

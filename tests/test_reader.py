@@ -93,7 +93,7 @@ def test_huge_document_is_split_so_chunks_stay_bounded(tmp_path):
     counters = reader.ReadCounters()
     chunks = list(reader.iter_chunks([path], counters, chunk_bytes=200))
     assert len(chunks) > 10
-    assert max(sum(len(l) + 1 for l in c.lines) for c in chunks) <= 400
+    assert max(sum(len(line) + 1 for line in c.lines) for c in chunks) <= 400
     assert counters.split_documents >= 10
     assert sum(len(c.lines) for c in chunks) == 500
 

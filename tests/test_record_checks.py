@@ -1,4 +1,5 @@
-"""Tests for albert_tf.training.record_checks: file checks, shape checks, bad records."""
+"""Tests for albert_tf.training.record_checks: file checks, shape checks, bad
+records."""
 
 import json
 import logging

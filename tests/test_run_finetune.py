@@ -10,12 +10,15 @@ import sys
 import numpy as np
 import pytest
 
-from albert_tf import AlbertConfig, AlbertPretrainer
-from albert_tf.training import checkpoint as checkpoint_lib
 from albert_apps import run_squad
+from albert_tf import AlbertConfig
+from albert_tf import AlbertPretrainer
 from albert_tf import run_race
 from albert_tf.tasks import finetune_jobs
-from albert_tf.tasks.options import ClassifierOptions, RaceOptions, SquadOptions
+from albert_tf.tasks.options import ClassifierOptions
+from albert_tf.tasks.options import RaceOptions
+from albert_tf.tasks.options import SquadOptions
+from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import results
 from tests import tasks_testdata
 

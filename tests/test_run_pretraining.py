@@ -63,7 +63,8 @@ def _losses_by_run(out):
         tags = {}
         for event in tf.compat.v1.train.summary_iterator(os.path.join(directory, name)):
             for v in event.summary.value:
-                tags.setdefault(event.step, {})[v.tag] = float(tf.make_ndarray(v.tensor))
+                tags.setdefault(event.step, {})[v.tag] = float(
+                    tf.make_ndarray(v.tensor))
         runs.append({step: (values["loss"], values["learning_rate"])
                      for step, values in tags.items() if "learning_rate" in values})
     return runs
@@ -130,7 +131,8 @@ _WORKER = textwrap.dedent("""
     report = {"train": runner.train()}
     np.savez(os.path.join(out, f"weights_{task}.npz"),
              *[v.numpy() for v in runner.model.weights])
-    print(json.dumps({"step": report["train"]["step"], "loss": report["train"]["loss"]}))
+    print(json.dumps({"step": report["train"]["step"],
+                      "loss": report["train"]["loss"]}))
 """)
 
 
@@ -164,7 +166,7 @@ def test_multi_worker_mirrored_two_processes(tmp_path):
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    for p, (stdout, stderr) in zip(procs, results):
+    for p, (_, stderr) in zip(procs, results):
         assert p.returncode == 0, stderr[-3000:]
     reports = [json.loads(stdout.strip().splitlines()[-1]) for stdout, _ in results]
     assert [r["step"] for r in reports] == [4, 4]

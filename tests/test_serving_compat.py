@@ -9,7 +9,6 @@ import pytest
 from export import graph_ops
 from export import serving_compat
 
-
 _GUIDE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))), "docs", "serving.md")
 

@@ -7,10 +7,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertConfig, AlbertPretrainer
+from albert_tf import AlbertConfig
+from albert_tf import AlbertPretrainer
 from albert_tf.layers import fused_dispatch
 from albert_tf.models import serving_copy
-from albert_tf.models.task_models import AlbertClassifier, AlbertSpanExtractor
+from albert_tf.models.task_models import AlbertClassifier
+from albert_tf.models.task_models import AlbertSpanExtractor
 
 
 def _config():

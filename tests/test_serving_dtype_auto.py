@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertConfig, AlbertPretrainer
+from albert_tf import AlbertConfig
+from albert_tf import AlbertPretrainer
 from albert_tf.layers import preprocessing
 from export import serving_dtype_auto
 

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertConfig, AlbertEncoder
+from albert_tf import AlbertConfig
+from albert_tf import AlbertEncoder
 from albert_tf.tasks.text_models import AlbertTextClassifier
 from albert_tf.training import checkpoint
 from albert_tf.training import lamb
@@ -88,7 +89,8 @@ def test_export_serves_in_a_fresh_process(albert_spm_model, tmp_path):
         "import json, sys\n"
         "import tensorflow as tf, tensorflow_text\n"
         "m = tf.saved_model.load(sys.argv[1])\n"
-        "out = m.signatures['serving_single'](text=tf.constant(json.loads(sys.argv[2])))\n"
+        "out = m.signatures['serving_single']"
+        "(text=tf.constant(json.loads(sys.argv[2])))\n"
         "print(json.dumps({'p': out['probabilities'].numpy().tolist(),\n"
         "                  'label': [x.decode() for x in out['label'].numpy()]}))\n")
     done = subprocess.run([sys.executable, "-c", code, version, json.dumps(texts)],
@@ -114,5 +116,6 @@ def test_from_a_pretrained_directory(albert_spm_model, tmp_path, random_pretrain
 def test_bad_arguments_are_named(albert_spm_model, tmp_path):
     with pytest.raises(ValueError, match="pass spm_model="):
         AlbertTextClassifier(_encoder(), 2)
-    with pytest.raises(TypeError, match="an AlbertPretrainer or a pretrained directory"):
+    with pytest.raises(TypeError,
+                       match="an AlbertPretrainer or a pretrained directory"):
         AlbertTextClassifier(42, 2, spm_model=albert_spm_model)

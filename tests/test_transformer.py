@@ -3,12 +3,13 @@ import math
 import numpy as np
 import pytest
 
-from albert_tf import (FeedForwardSubBlock, SelfAttentionSubBlock,
-                       TransformerBlock)
+from albert_tf import FeedForwardSubBlock
+from albert_tf import SelfAttentionSubBlock
+from albert_tf import TransformerBlock
 from albert_tf.layers import activations
 from tests.layer_checks import run_layer_test
 
-H, N, I = 16, 4, 32
+H, N, F = 16, 4, 32
 
 
 def _inputs(batch=2, length=7, seed=0):
@@ -36,7 +37,8 @@ def _reference_attention(block, x, mask):
     def heads(y):
         return y.reshape(b, t, N, d).transpose(0, 2, 1, 3)  # [B, N, T, D]
 
-    q, k, v = (heads(_dense(l, x)) for l in (block.query, block.key, block.value))
+    q, k, v = (heads(_dense(layer, x))
+               for layer in (block.query, block.key, block.value))
     scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d)
     scores = scores + (1.0 - mask[:, None, None, :]) * -10000.0
     probs = np.exp(scores - scores.max(-1, keepdims=True))
@@ -73,9 +75,9 @@ def test_padded_keys_do_not_change_real_positions():
 def test_ffn_layer_checks_and_reference():
     x, _ = _inputs()
     run_layer_test(FeedForwardSubBlock,
-                   dict(hidden_size=H, intermediate_size=I, dropout=0.1),
+                   dict(hidden_size=H, intermediate_size=F, dropout=0.1),
                    {"x": x}, (2, 7, H))
-    block = FeedForwardSubBlock(hidden_size=H, intermediate_size=I)
+    block = FeedForwardSubBlock(hidden_size=H, intermediate_size=F)
     out = block(x)
     h = np.asarray(activations.gelu(_dense(block.intermediate, x)))
     ref = _layer_norm(block.layer_norm, _dense(block.output_dense, h) + x)
@@ -84,7 +86,7 @@ def test_ffn_layer_checks_and_reference():
 
 def test_transformer_block_is_attention_then_ffn():
     x, mask = _inputs()
-    kwargs = dict(hidden_size=H, num_heads=N, intermediate_size=I, dropout=0.1,
+    kwargs = dict(hidden_size=H, num_heads=N, intermediate_size=F, dropout=0.1,
                   attention_dropout=0.1)
     block = run_layer_test(TransformerBlock, kwargs,
                            {"x": x, "padding_mask": mask}, (2, 7, H))
@@ -137,7 +139,7 @@ def test_training_path_matches_inference_path(block_cls, policy):
     import tensorflow as tf
 
     kwargs = (dict(hidden_size=H, num_heads=N) if block_cls is SelfAttentionSubBlock
-              else dict(hidden_size=H, intermediate_size=I))
+              else dict(hidden_size=H, intermediate_size=F))
     block = block_cls(dtype=policy, **kwargs)
     x, mask = _inputs()
     call_kwargs = {"padding_mask": mask} if block_cls is SelfAttentionSubBlock else {}

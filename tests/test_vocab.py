@@ -82,3 +82,19 @@ def test_train_vocab_samples_and_errors(tmp_path, corpus_dir):
     (tmp_path / "blank.txt").write_text("\n  \n", encoding="utf-8")
     with pytest.raises(reader.InputError, match="No text"):
         vocab.train_vocab(str(tmp_path / "blank.txt"), str(tmp_path / "x"))
+
+
+def test_model_from_texts_is_an_albert_vocabulary_in_memory():
+    texts = ["The Quick brown fox", "jumps over the lazy dog"] * 20
+    model = vocab.load_model(vocab.model_from_texts(texts, vocab_size=40))
+    assert [model.id_to_piece(i) for i in range(5)] == [
+        "<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]
+    assert model.get_piece_size() <= 40
+    # Lowercased as for pretraining: no piece holds an upper-case letter.
+    pieces = [model.id_to_piece(i) for i in range(model.get_piece_size())]
+    assert not any(p.isupper() for p in "".join(pieces[5:]))
+
+
+def test_model_from_texts_without_text_names_it():
+    with pytest.raises(ValueError, match=r"No text .* Received: texts=\['', ' '\]"):
+        vocab.model_from_texts(["", " "], vocab_size=40)

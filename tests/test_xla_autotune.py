@@ -3,9 +3,9 @@
 import json
 import os
 
-from absl import flags
 import pytest
 import tensorflow as tf
+from absl import flags
 
 from albert_tf.training import xla_autotune
 from albert_tf.training.options import PretrainingOptions
@@ -117,8 +117,8 @@ def test_auto_times_real_steps_both_ways_and_remembers(tmp_path, monkeypatch):
 def test_a_short_run_times_nothing(short_pretraining_run):
     # 4 steps, "auto": under MIN_STEPS, so the CPU rule (no XLA), untimed.
     assert short_pretraining_run.report["train"]["step"] == 4
-    assert [l for l in short_pretraining_run.lines
-            if l.startswith("jit_compile=")] == [
+    assert [line for line in short_pretraining_run.lines
+            if line.startswith("jit_compile=")] == [
         "jit_compile=auto: False (device rule; the run is too short or "
         "spread over workers to time both ways)."]
     assert not os.path.exists(os.path.join(short_pretraining_run.out,

@@ -361,7 +361,8 @@ def _signatures(model_name):
         "",
         "`text_b` may be left out of `serving_default` requests on a model "
         "server that fills inputs from signature defaults (recent TF Serving "
-        "releases do, on REST and gRPC Predict); Python's `model.signatures[\"serving_default\"]"
+        "releases do, on REST and gRPC Predict); Python's "
+        "`model.signatures[\"serving_default\"]"
         "` does not, and older servers may not: send single texts to "
         "`serving_single` there (or `\"text_b\": \"\"` in every instance). "
         "Pairs keep going to `serving_default`, as before.",
@@ -380,7 +381,8 @@ def _signatures(model_name):
         "sum of its rows' lengths, not B times the longest.",
         "",
         "Empty strings, text longer "
-        "than `--max_seq_length` (truncated), invalid UTF-8 (replaced by U+FFFD) and an empty "
+        "than `--max_seq_length` (truncated), invalid UTF-8 (replaced by U+FFFD) "
+        "and an empty "
         "batch are answered; a `text_b` whose length differs from `text`'s "
         "is refused with `INVALID_ARGUMENT`.",
         "",

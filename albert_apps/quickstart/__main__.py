@@ -5,7 +5,8 @@ packages, or --input_file), trains a SentencePiece vocabulary, builds
 pretraining TFRecords, pretrains a small ALBERT, exports it as SavedModels,
 measures the exported encoder on tasks of held-out text (linear probes,
 against the same model from random initialization), fine-tunes it on one,
-serves the fine-tuned classifier and queries the SavedModels; everything goes under --output_dir, and running
+serves the fine-tuned classifier and queries the SavedModels; everything goes
+under --output_dir, and running
 again resumes. See `albert_apps.quickstart`.
 """
 
@@ -13,11 +14,10 @@ import dataclasses
 
 from absl import logging
 
-from data_prep import flag_options as options_lib
-from data_prep import tf_startup
-
 from albert_apps.quickstart import inputs
 from albert_apps.quickstart.inputs import QuickstartOptions
+from data_prep import flag_options as options_lib
+from data_prep import tf_startup
 
 
 def run_and_print(options):

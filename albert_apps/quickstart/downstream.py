@@ -51,9 +51,8 @@ import random
 
 import numpy as np
 
-from data_prep import safe_io
-
 from albert_apps.quickstart import data
+from data_prep import safe_io
 
 # TensorFlow and the model code are imported where they are used (the
 # encoding and fine-tuning functions below): the tasks' text side (passages,
@@ -334,6 +333,7 @@ def load_task(task_dir):
 def encode_pairs(preprocessor, pairs, seq_length):
     """Text pairs to encoder inputs (int32 NumPy arrays `[B, seq_length]`)."""
     import tensorflow as tf
+
     from albert_tf.models.encoder import INPUT_NAMES
     inputs = preprocessor.encode(tf.constant([a for a, _ in pairs]),
                                  tf.constant([b for _, b in pairs]),

@@ -22,16 +22,14 @@ import json
 import os
 from typing import Optional
 
+from albert_apps.quickstart import data
+from albert_apps.quickstart import defaults
+from albert_apps.quickstart import downstream
 from data_prep import flag_options as options_lib
 from data_prep import safe_io
 from data_prep import text as text_lib
 from data_prep import vocab as vocab_lib
 from data_prep.flag_options import option
-
-from albert_apps.quickstart import defaults
-from albert_apps.quickstart import data
-from albert_apps.quickstart import downstream
-
 
 # What the job needs of a corpus: a held-out document (one pretraining
 # document in `data.EVAL_EVERY`), and `MIN_TASK_DOCUMENTS` downstream

@@ -11,12 +11,11 @@ the files written.
 import io
 import os
 
-from data_prep import safe_io
-from tools import plot
-
 from albert_apps import intervals
 from albert_apps.quickstart import stages
 from albert_tf.training import hardware
+from data_prep import safe_io
+from tools import plot
 
 REPORT_JSON = "report.json"
 REPORT_TXT = "report.txt"

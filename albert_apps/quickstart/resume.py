@@ -10,10 +10,9 @@ redone, as they are quick and show the current model.
 
 import os
 
-from data_prep import pipeline
-
 from albert_apps.quickstart import stages
 from albert_apps.quickstart import stages_downstream
+from data_prep import pipeline
 
 
 def current_corpus(data_dir, input_file=None, max_corpus_chars=3_000_000):

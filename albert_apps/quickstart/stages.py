@@ -25,25 +25,24 @@ import time
 
 import tensorflow as tf
 
-from data_prep import instances
-from data_prep import pipeline
-from data_prep import safe_io
-from data_prep import vocab
-from export import pretrained_export
-
-from albert_tf.config import AlbertConfig
-from albert_tf.models.encoder import AlbertEncoder
 from albert_apps.quickstart import data
+from albert_apps.quickstart import downstream
+from albert_apps.quickstart import queries
 from albert_apps.quickstart.defaults import NUM_CHECKPOINTS
 from albert_apps.quickstart.defaults import NUM_TRAIN_STEPS
 from albert_apps.quickstart.defaults import TRAIN_SECONDS
-from albert_apps.quickstart import downstream
-from albert_apps.quickstart import queries
+from albert_tf.config import AlbertConfig
+from albert_tf.models.encoder import AlbertEncoder
 from albert_tf.training import checkpoint
 from albert_tf.training import hardware
 from albert_tf.training import pretraining
 from albert_tf.training import results as results_lib
 from albert_tf.training.options import PretrainingOptions
+from data_prep import instances
+from data_prep import pipeline
+from data_prep import safe_io
+from data_prep import vocab
+from export import pretrained_export
 
 # What each stage records (under data/, except where noted).
 CORPUS_JSON = "corpus.json"

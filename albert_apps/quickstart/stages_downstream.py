@@ -19,13 +19,6 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from data_prep import vocab
-from export import keras_layer
-from export import finetuned_exports
-
-from albert_tf.models.encoder import AlbertEncoder
-from albert_tf.models.encoder import INPUT_NAMES
-from albert_tf.convert import pretrained
 from albert_apps import intervals
 from albert_apps.quickstart import downstream
 from albert_apps.quickstart import finetuning
@@ -34,6 +27,12 @@ from albert_apps.quickstart import queries
 from albert_apps.quickstart import stages
 from albert_apps.quickstart.defaults import FINETUNE_SEEDS
 from albert_apps.quickstart.defaults import FINETUNE_STEPS
+from albert_tf.convert import pretrained
+from albert_tf.models.encoder import INPUT_NAMES
+from albert_tf.models.encoder import AlbertEncoder
+from data_prep import vocab
+from export import finetuned_exports
+from export import keras_layer
 
 FINETUNE_JSON = "finetune.json"  # Under finetune/.
 # The fine-tuned exports' folders: the prefix and the task's name.

@@ -16,9 +16,9 @@ import os
 import numpy as np
 
 from albert_tf.config import AlbertConfig
-from albert_tf.convert import weight_set
 from albert_tf.convert import names
 from albert_tf.convert import safetensors_io
+from albert_tf.convert import weight_set
 
 CONFIG_NAME = "config.json"
 SAFETENSORS_NAME = "model.safetensors"
@@ -177,7 +177,7 @@ def _open_tensors(directory):
             files = {name: safetensors_io.SafetensorsFile(
                 os.path.join(directory, name)) for name in sorted(set(owner.values()))}
         shapes, dtypes = {}, {}
-        for name, f in files.items():
+        for f in files.values():
             shapes.update(f.shapes())
             for key in f.keys():
                 dtypes[key] = f.dtype_name(key)

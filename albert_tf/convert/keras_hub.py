@@ -16,8 +16,8 @@ official head uses 1e-12 (a difference of order 1e-6 in the logits).
 import os
 
 from albert_tf.config import AlbertConfig
-from albert_tf.convert import weight_set
 from albert_tf.convert import names
+from albert_tf.convert import weight_set
 from albert_tf.models.encoder import AlbertEncoder
 
 CONFIG_NAME = "config.json"

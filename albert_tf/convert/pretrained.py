@@ -22,14 +22,14 @@ import os
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
-from albert_tf.training import checkpoint
-from albert_tf.convert import weight_set
 from albert_tf.convert import huggingface
 from albert_tf.convert import keras_hub
 from albert_tf.convert import tf1
+from albert_tf.convert import weight_set
 from albert_tf.convert.options import FORMATS
 from albert_tf.convert.options import TARGETS
 from albert_tf.models.pretrainer import AlbertPretrainer
+from albert_tf.training import checkpoint
 
 
 def detect_format(path):

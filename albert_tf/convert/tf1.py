@@ -19,8 +19,8 @@ import re
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
-from albert_tf.convert import weight_set
 from albert_tf.convert import names
+from albert_tf.convert import weight_set
 
 CONFIG_NAME = "albert_config.json"
 CHECKPOINT_PREFIX = "model.ckpt-best"

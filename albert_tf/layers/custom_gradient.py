@@ -23,6 +23,7 @@ those graphs are traced once.
 import threading
 
 import tensorflow as tf
+
 # The tape's record of an op and its backward function: the mechanism
 # `tf.custom_gradient` uses under a tape.
 from tensorflow.python.eager import record

@@ -26,6 +26,7 @@ import functools
 
 import tensorflow as tf
 from keras import ops
+
 # The one way to know, while tracing, that an outer function is compiled by
 # XLA (`tf.function(jit_compile=True)`, Keras `jit_compile`, TPU replication).
 from tensorflow.python.framework import ops as tf_ops

@@ -6,7 +6,8 @@ back: the backward of bias + GELU is about a dozen passes over the `[B*T, I]`
 activations, and bias + residual + LayerNorm another dozen over `[B*T, H]`.
 Here the forward and the backward of each formula are one XLA-compiled
 function each (a single fused loop, float32 arithmetic inside, inputs and
-outputs in the caller's dtype), joined by `custom_gradient.with_gradient`. The values are
+outputs in the caller's dtype), joined by `custom_gradient.with_gradient`.
+The values are
 those of the plain formulas up to float32 rounding; bias gradients are summed
 in float32.
 
@@ -171,7 +172,8 @@ def residual_layer_norm(h, residual, gamma, beta, epsilon, bias=None):
         return [_layer_norm_forward(h, bias, residual, gamma, beta, epsilon)]
 
     # The gradient's name carries its parameters: one registration each.
-    return with_gradient("AlbertResidualLayerNorm_%r_%s" % (epsilon, with_bias), forward,
+    return with_gradient("AlbertResidualLayerNorm_%r_%s" % (epsilon, with_bias),
+                forward,
                 _residual_layer_norm_gradient(epsilon, with_bias), args)[0]
 
 

@@ -59,7 +59,8 @@ class MaskedLMHead(keras.layers.Layer):
 
     def build(self, sequence_output_shape, masked_positions_shape=None):
         self.transform_dense.build(sequence_output_shape)
-        self.layer_norm.build(tuple(sequence_output_shape[:-1]) + (self.embedding_size,))
+        self.layer_norm.build(
+            tuple(sequence_output_shape[:-1]) + (self.embedding_size,))
         if self.tied_embedding is None:
             self.decoder = self.add_weight(
                 name="decoder", shape=(self.vocab_size, self.embedding_size),

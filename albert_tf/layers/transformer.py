@@ -119,7 +119,8 @@ class SelfAttentionSubBlock(keras.layers.Layer):
         scale = 1.0 / math.sqrt(self.head_size)
         penalty = None
         if padding_mask is not None:
-            penalty = (1.0 - ops.cast(padding_mask, "float32")) * _MASK_PENALTY  # [B, S]
+            # [B, S]
+            penalty = (1.0 - ops.cast(padding_mask, "float32")) * _MASK_PENALTY
         probs = fused_dispatch.attention_probs(q, k, penalty, scale,
                                         self.compute_dtype, training)
         probs = self.attention_dropout_layer(probs, training=training)

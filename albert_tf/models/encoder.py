@@ -9,7 +9,8 @@ from albert_tf.config import AlbertConfig
 from albert_tf.cross_layer_sharing import sub_block_keys
 from albert_tf.layers import fused_dispatch
 from albert_tf.layers.factorized_embedding import AlbertEmbedding
-from albert_tf.layers.transformer import FeedForwardSubBlock, SelfAttentionSubBlock
+from albert_tf.layers.transformer import FeedForwardSubBlock
+from albert_tf.layers.transformer import SelfAttentionSubBlock
 from albert_tf.models.config_mixin import AlbertConfigMixin
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")

@@ -10,7 +10,8 @@ from albert_tf.config import AlbertConfig
 from albert_tf.layers.masked_lm_head import MaskedLMHead
 from albert_tf.layers.sentence_order_head import SentenceOrderHead
 from albert_tf.models.config_mixin import AlbertConfigMixin
-from albert_tf.models.encoder import INPUT_NAMES, AlbertEncoder
+from albert_tf.models.encoder import INPUT_NAMES
+from albert_tf.models.encoder import AlbertEncoder
 
 
 def _row_indices(positions):

@@ -12,9 +12,12 @@ model.
 import keras
 from keras import ops
 
-from albert_tf.models.encoder import INPUT_NAMES, AlbertEncoder
-from albert_tf.layers.task_heads import (ClassificationHead, FoldChoices,
-                                   MultipleChoiceHead, SpanHead)
+from albert_tf.layers.task_heads import ClassificationHead
+from albert_tf.layers.task_heads import FoldChoices
+from albert_tf.layers.task_heads import MultipleChoiceHead
+from albert_tf.layers.task_heads import SpanHead
+from albert_tf.models.encoder import INPUT_NAMES
+from albert_tf.models.encoder import AlbertEncoder
 
 
 def _check_encoder(encoder):

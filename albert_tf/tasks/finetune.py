@@ -15,9 +15,9 @@ Shape legend: B batch, K choices, T length.
 
 import os
 
-from absl import logging
 import keras
 import tensorflow as tf
+from absl import logging
 
 from albert_tf.config import AlbertConfig
 from albert_tf.convert import pretrained
@@ -26,8 +26,8 @@ from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import results as results_lib
 from albert_tf.training.options import DTYPES
-from albert_tf.training.trainer_task import TrainingTask
 from albert_tf.training.trainer import Trainer
+from albert_tf.training.trainer_task import TrainingTask
 
 
 def encoder_from_checkpoint(init_checkpoint=None, albert_config_file=None,

@@ -13,14 +13,17 @@ text-in SavedModel (`export_dir`) is done by the programs
 
 import os
 
-from absl import logging
 import numpy as np
-
-from data_prep import safe_io
+from absl import logging
 
 from albert_tf.models import task_models
-from albert_tf.tasks import finetune, glue, metrics, race, squad
+from albert_tf.tasks import finetune
+from albert_tf.tasks import glue
+from albert_tf.tasks import metrics
+from albert_tf.tasks import race
+from albert_tf.tasks import squad
 from albert_tf.tasks.tokenization import Tokenizer
+from data_prep import safe_io
 
 
 def check_options(options, strategy=None, inputs=(), predictions=()):

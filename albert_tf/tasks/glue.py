@@ -24,14 +24,15 @@ Submissions follow the GLUE server: `<Task>.tsv` with the header
 import collections
 import dataclasses
 import os
-from typing import Optional, Tuple, Union
+from typing import Optional
+from typing import Tuple
+from typing import Union
 
 import numpy as np
 from absl import logging
 
-from data_prep import safe_io
-
 from albert_tf.tasks import metrics as metrics_lib
+from data_prep import safe_io
 
 SPLITS = ("train", "dev", "test")
 

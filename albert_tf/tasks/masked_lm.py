@@ -122,23 +122,18 @@ class AlbertMaskedLM(text_models.TextModel):
 
     ```python
     import albert_tf
-    import io
-    import sentencepiece as spm
+    from data_prep import vocab
 
     # A tiny vocabulary (with ALBERT's special pieces) and a tiny encoder;
     # a pretrained directory replaces both: AlbertMaskedLM(path).
     words = "the quick brown fox jumps over a lazy dog".split()
     texts = [" ".join(words[i:] + words[:i]) for i in range(len(words))]
-    vocabulary = io.BytesIO()
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(texts * 20), model_writer=vocabulary,
-        vocab_size=40, pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
-        control_symbols=["[CLS]", "[SEP]", "[MASK]"], minloglevel=2)
+    spm_model = vocab.model_from_texts(texts * 20, vocab_size=40)
     encoder = albert_tf.AlbertEncoder(
         albert_tf.AlbertConfig.from_preset("tiny", vocab_size=40))
 
     model = albert_tf.AlbertMaskedLM(
-        encoder, spm_model=vocabulary.getvalue(), seq_length=16)
+        encoder, spm_model=spm_model, seq_length=16)
     model.compile(num_train_steps=100)  # Then model.fit(texts).
     # Per text, per [MASK]: the top_k (piece, probability) pairs (random
     # here: the model is untrained).

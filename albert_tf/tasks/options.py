@@ -11,10 +11,10 @@ check the files, are in `albert_tf.tasks.finetune_jobs`.
 
 import dataclasses
 
-from data_prep.flag_options import option
-
 from albert_tf.models.serving_dtypes import SERVING_DTYPE_CHOICES
-from albert_tf.training.options import TrainingOptions, local_path
+from albert_tf.training.options import TrainingOptions
+from albert_tf.training.options import local_path
+from data_prep.flag_options import option
 
 SERVING_DTYPE_HELP = (
     "What the exported text-in model computes in: `float32`; `bfloat16` "

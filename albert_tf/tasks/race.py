@@ -23,13 +23,13 @@ import dataclasses
 import glob
 import json
 import os
-from typing import List, Optional
+from typing import List
+from typing import Optional
 
 import numpy as np
 
-from data_prep import safe_io
-
 from albert_tf.tasks import glue
+from data_prep import safe_io
 
 LEVELS = ("high", "middle")
 
@@ -79,7 +79,7 @@ def read_examples(data_dir, split, num_choices=4, levels=LEVELS):
             os.path.isfile(os.path.join(folder, n)) for n in os.listdir(folder))
         raise DataError(
             f"No RACE files under {folder} (looked in "
-            f"{', '.join(os.path.join(folder, l) for l in levels)})"
+            f"{', '.join(os.path.join(folder, level) for level in levels)})"
             + ("; the files must be in those level folders" if stray else ""))
     letters = [chr(ord("A") + i) for i in range(num_choices)]
     examples = []

@@ -355,26 +355,18 @@ class AlbertTextClassifier(TextModel):
 
     ```python
     import albert_tf
-    import io
-    import sentencepiece as spm
+    from data_prep import vocab
 
-    # A tiny vocabulary (with ALBERT's special pieces) and a tiny encoder;
-    # a pretrained directory replaces both: AlbertTextClassifier(path, 2).
-    words = "the quick brown fox jumps over a lazy dog".split()
-    texts = [" ".join(words[i:] + words[:i]) for i in range(len(words))]
-    vocabulary = io.BytesIO()
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(texts * 20), model_writer=vocabulary,
-        vocab_size=40, pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
-        control_symbols=["[CLS]", "[SEP]", "[MASK]"], minloglevel=2)
-    encoder = albert_tf.AlbertEncoder(
-        albert_tf.AlbertConfig.from_preset("tiny", vocab_size=40))
-
+    texts = ["a fine film", "a dull film", "fine acting", "dull acting"]
+    labels = [1, 0, 1, 0]
+    # A pretrained directory gives both the encoder and the vocabulary:
+    # AlbertTextClassifier(path, num_classes=2). Here, tiny random ones.
+    config = albert_tf.AlbertConfig.from_preset("tiny", vocab_size=40)
     model = albert_tf.AlbertTextClassifier(
-        encoder, num_classes=2, spm_model=vocabulary.getvalue(),
-        seq_length=16)
+        albert_tf.AlbertEncoder(config), num_classes=2, seq_length=16,
+        spm_model=vocab.model_from_texts(texts * 10, vocab_size=40))
     model.compile(num_train_steps=100)  # Then model.fit(texts, labels).
-    logits = model.predict(["a lazy fox", "the quick dog"], verbose=0)
+    logits = model.predict(["a fine play", "dull"], verbose=0)
     logits.shape  # (2, 2)
     ```
     """

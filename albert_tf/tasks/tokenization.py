@@ -113,7 +113,8 @@ class Tokenizer:
 
 
 def _byte_to_char(text):
-    """A list mapping each UTF-8 byte offset of `text` (and its end) to a char offset."""
+    """A list mapping each UTF-8 byte offset of `text` (and its end) to a char
+    offset."""
     table = []
     for index, char in enumerate(text):
         table.extend([index] * len(char.encode("utf-8")))

@@ -4,8 +4,8 @@
 MirroredStrategy over every local GPU, else a OneDeviceStrategy on the CPU.
 """
 
-from absl import logging
 import tensorflow as tf
+from absl import logging
 
 from albert_tf.training.options import STRATEGIES
 

@@ -8,9 +8,9 @@ model over NumPy arrays or a dataset under the trainer's strategy.
 
 import os
 
-from absl import logging
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.training import checkpoint as checkpoint_lib

@@ -21,10 +21,10 @@ from typing import Optional
 
 from absl import logging
 
+from albert_tf.config import PRESETS
+from albert_tf.config import AlbertConfig
 from data_prep import flag_options as options_lib
 from data_prep.flag_options import option
-
-from albert_tf.config import AlbertConfig, PRESETS
 
 # --dtype -> Keras dtype policy (None: float32 throughout).
 DTYPES = {"float32": None, "bfloat16": "mixed_bfloat16"}

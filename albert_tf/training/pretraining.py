@@ -8,9 +8,9 @@ trains and evaluates as a `PretrainingOptions` says (the library entry of
 
 import os
 
-from absl import logging
 import keras
 import tensorflow as tf
+from absl import logging
 
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.models.pretrainer import AlbertPretrainer
@@ -20,8 +20,8 @@ from albert_tf.training import input_pipeline
 from albert_tf.training import losses
 from albert_tf.training import record_checks as records_lib
 from albert_tf.training import results as results_lib
-from albert_tf.training.trainer_task import TrainingTask
 from albert_tf.training.trainer import Trainer
+from albert_tf.training.trainer_task import TrainingTask
 
 MODEL_INPUTS = INPUT_NAMES + ("masked_lm_positions",)
 

@@ -30,12 +30,11 @@ import re
 import signal
 import time
 
-from absl import logging
 import tensorflow as tf
+from absl import logging
 
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.training import checkpoint as checkpoint_lib
-from albert_tf.training import xla_autotune
 from albert_tf.training import distribute
 from albert_tf.training import evaluation
 from albert_tf.training import hardware
@@ -43,9 +42,10 @@ from albert_tf.training import lamb
 from albert_tf.training import memory
 from albert_tf.training import output_folder
 from albert_tf.training import results as results_lib
+from albert_tf.training import xla_autotune
 from albert_tf.training.options import DTYPES
-from albert_tf.training.options import parse_jit_compile
 from albert_tf.training.options import TrainingDivergedError
+from albert_tf.training.options import parse_jit_compile
 from data_prep import progress
 from data_prep import safe_io
 
@@ -137,7 +137,8 @@ class Trainer(evaluation.Evaluation):
             grads = [tf.zeros(v.shape, v.dtype) for v in variables]
             stats = tf.zeros([len(self.task.stat_names)])
             for i in tf.range(steps):
-                part = tf.nest.map_structure(lambda x: x[i], split)
+                # Called at once, inside this iteration.
+                part = tf.nest.map_structure(lambda x: x[i], split)  # noqa: B023
                 g, s = compute_fn(part, denominators)
                 g = iter(g)
                 grads = [a + next(g) if has else a

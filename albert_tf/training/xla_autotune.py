@@ -19,8 +19,8 @@ import json
 import os
 import statistics
 
-from absl import logging
 import tensorflow as tf
+from absl import logging
 
 from albert_tf.training import hardware
 from albert_tf.training.options import parse_jit_compile

@@ -13,10 +13,9 @@ from typing import Optional
 
 from absl import logging
 
+from benchmarks.paper_claims import job
 from data_prep import flag_options as options_lib
 from data_prep.flag_options import option
-
-from benchmarks.paper_claims import job
 
 
 @dataclasses.dataclass

@@ -12,10 +12,9 @@ import dataclasses
 import json
 import os
 
+from albert_apps.quickstart import stages
 from data_prep import instances
 from data_prep import pipeline
-
-from albert_apps.quickstart import stages
 
 TASKS = ("sop", "nsp")
 

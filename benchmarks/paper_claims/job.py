@@ -10,7 +10,6 @@ from absl import logging
 from albert_apps.quickstart import stages
 from albert_tf.training import hardware
 from albert_tf.training import input_pipeline
-
 from benchmarks.paper_claims import data as data_lib
 from benchmarks.paper_claims import report
 from benchmarks.paper_claims import runs

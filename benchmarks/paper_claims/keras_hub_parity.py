@@ -20,8 +20,8 @@ What differs by design (keras-hub's choices, not settable):
 import keras
 import numpy as np
 
-from albert_tf.convert import weight_set
 from albert_tf.convert import keras_hub as keras_hub_format
+from albert_tf.convert import weight_set
 from albert_tf.training import losses
 from albert_tf.training import pretraining
 

@@ -9,10 +9,9 @@ per study (drawn by `tools.plot`).
 import os
 import statistics
 
-from tools import plot
-
 from benchmarks.paper_claims import studies
 from benchmarks.paper_claims import verdicts
+from tools import plot
 
 # Largest logit difference of equal weights that float32 rounding explains.
 SAME_FUNCTION_TOLERANCE = 1e-4

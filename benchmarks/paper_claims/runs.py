@@ -17,14 +17,13 @@ import time
 
 import keras
 
+from albert_apps.quickstart import downstream
 from albert_tf.models.encoder import AlbertEncoder
 from albert_tf.models.pretrainer import AlbertPretrainer
-from albert_apps.quickstart import downstream
 from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import pretraining
 from albert_tf.training.options import PretrainingOptions
 from albert_tf.training.trainer import Trainer
-
 from benchmarks.paper_claims import keras_hub_parity
 
 SUMMARY = "summary.json"

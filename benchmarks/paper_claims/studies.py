@@ -21,7 +21,6 @@ import dataclasses
 import time
 
 from albert_apps.quickstart import stages_downstream
-
 from benchmarks.paper_claims import keras_hub_parity
 from benchmarks.paper_claims import runs
 from benchmarks.paper_claims import verdicts

@@ -21,7 +21,8 @@ PROGRAM = "albert_tf.convert_checkpoint"
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory, albert_spm_model):
     """A tiny model directory of this project (the conversions' input)."""
-    from albert_tf import AlbertConfig, AlbertPretrainer
+    from albert_tf import AlbertConfig
+    from albert_tf import AlbertPretrainer
     from albert_tf.training import checkpoint
 
     config = AlbertConfig.from_preset("tiny", vocab_size=48,

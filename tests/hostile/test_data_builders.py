@@ -22,8 +22,8 @@ import pytest
 
 from data_prep import build_vocab
 from data_prep import create_pretraining_data as cpd
-from data_prep import instances
 from data_prep import flag_options as options_lib
+from data_prep import instances
 from data_prep import output
 from data_prep import pipeline
 from data_prep import reader

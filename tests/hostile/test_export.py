@@ -112,7 +112,8 @@ def signature_probes(exported_albert):
         capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     return {line["probe"]: line for line in map(
-        json.loads, [l for l in result.stdout.splitlines() if l.startswith("{")])}
+        json.loads, [line for line in result.stdout.splitlines()
+                     if line.startswith("{")])}
 
 
 @pytest.mark.parametrize("probe, names", [
@@ -154,6 +155,7 @@ def test_keras_text_layer_refuses_pairs_as_columns(albert_spm_model):
     """`AlbertTextPreprocessor` flattened a `[B, 2]` batch into 2B texts;
     it takes `[B]` or `[B, 1]` and names anything else."""
     import tensorflow as tf
+
     from albert_tf.layers.text_preprocessor import AlbertTextPreprocessor
 
     layer = AlbertTextPreprocessor(albert_spm_model, seq_length=8)

@@ -13,10 +13,15 @@ import os
 import numpy as np
 import pytest
 
-from albert_tf.tasks import finetune_jobs, glue, race, squad
+from albert_tf.tasks import finetune_jobs
+from albert_tf.tasks import glue
+from albert_tf.tasks import race
+from albert_tf.tasks import squad
 from albert_tf.tasks.options import SquadOptions
 from tests import tasks_testdata
-from tests.hostile.common import Snapshot, assert_one_line_error, run_program
+from tests.hostile.common import Snapshot
+from tests.hostile.common import assert_one_line_error
+from tests.hostile.common import run_program
 
 
 @pytest.fixture
@@ -299,7 +304,8 @@ def test_predictions_would_overwrite_the_predict_file_is_refused(tmp_path):
 @pytest.fixture(scope="module")
 def text_models(albert_spm_model):
     """A tiny classifier (pairs), a regressor and a masked LM (shared encoder)."""
-    from albert_tf import AlbertConfig, AlbertEncoder
+    from albert_tf import AlbertConfig
+    from albert_tf import AlbertEncoder
     from albert_tf.tasks.masked_lm import AlbertMaskedLM
     from albert_tf.tasks.text_models import AlbertTextClassifier
 
@@ -377,7 +383,8 @@ def test_run_classifier_exports_beside_an_existing_version_untouched(
         tmp_path):
     """An export folder that already serves version 1 of the model and
     holds a user's notes: the run adds version 2 and changes nothing."""
-    from albert_tf import AlbertConfig, AlbertPretrainer
+    from albert_tf import AlbertConfig
+    from albert_tf import AlbertPretrainer
     from albert_tf.training import checkpoint as checkpoint_lib
 
     model_dir = str(tmp_path / "pretrained")

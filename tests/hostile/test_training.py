@@ -19,9 +19,12 @@ import time
 
 import pytest
 
-from tests.hostile.common import (Snapshot, assert_one_line_error,
-                                  environment, kill_when, run_program,
-                                  start_program)
+from tests.hostile.common import Snapshot
+from tests.hostile.common import assert_one_line_error
+from tests.hostile.common import environment
+from tests.hostile.common import kill_when
+from tests.hostile.common import run_program
+from tests.hostile.common import start_program
 
 PROGRAM = "albert_tf.run_pretraining"
 L, P = 32, 5  # The records' shape (tests/test_pretraining.py's).
@@ -268,7 +271,7 @@ def test_a_rerun_with_other_records_is_refused_before_anything_changes(
 
 
 @pytest.mark.slow
-def test_a_rerun_with_a_longer_schedule_resumes_and_a_corrupt_newest_checkpoint_is_skipped(
+def test_a_rerun_with_a_longer_schedule_resumes_and_a_corrupt_newest_checkpoint_is_skipped(  # noqa: E501
         finished_run, tmp_path):
     out = _copy(finished_run, tmp_path)
     data_file = os.path.join(out, "ckpt-4.data-00000-of-00001")

@@ -39,7 +39,8 @@ SENTENCES = ["The module returns a new list of the items.",
 @pytest.fixture(scope="module")
 def mine():
     """`models/mine` in the workspace; returns `(root, model, batch)`."""
-    from albert_tf import AlbertConfig, AlbertPretrainer
+    from albert_tf import AlbertConfig
+    from albert_tf import AlbertPretrainer
     from albert_tf.training import checkpoint
 
     root = common.prepared_data().root
