@@ -8,7 +8,7 @@ plugin that tests/conftest.py loads).
   test_rest_examples.py.
 - `reduced_precision_exports`: tests/test_pretrained_export.py and
   test_serving_compat.py.
-- `exported_tasks`: tests/test_export_tasks.py and test_serving_compat.py.
+- `exported_tasks`: tests/test_finetuned_exports.py and test_serving_compat.py.
 
 These modules run on one xdist worker (the "exports" group of
 `XDIST_GROUPS` in tests/speed_plugin.py), so each export is made once.

@@ -3,15 +3,15 @@ special pieces, for the tests that convert, load and run pretrained models
 (a pytest plugin that tests/conftest.py loads).
 
 - `albert_spm_model`: tests/test_convert_checkpoint.py, test_huggingface.py,
-  test_convert_keras_hub.py, test_tf1.py, test_fill_mask.py,
+  test_keras_hub.py, test_tf1.py, test_fill_mask.py,
   test_masked_lm.py, test_pretrained.py, test_text_models.py,
   test_text_preprocessor.py and tests/hostile/test_{convert,export,finetuning}.py.
 - `random_pretrainer`: tests/test_convert_checkpoint.py, test_huggingface.py,
   test_tf1.py, test_fill_mask.py, test_masked_lm.py, test_pretrained.py,
   test_pretrainer.py and test_text_models.py.
 - `assert_same_model`: tests/test_convert_checkpoint.py, test_huggingface.py,
-  test_convert_keras_hub.py, test_tf1.py and test_pretrained.py.
-- `make_inputs`: tests/test_huggingface.py and test_convert_keras_hub.py.
+  test_keras_hub.py, test_tf1.py and test_pretrained.py.
+- `make_inputs`: tests/test_huggingface.py and test_keras_hub.py.
 
 The package is imported inside the fixtures: this module loads before
 tests/speed_plugin.py sets XLA_FLAGS.

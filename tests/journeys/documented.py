@@ -83,7 +83,7 @@ ELSEWHERE = {
         "tests/test_paper_claims.py", '"benchmarks.paper_claims", "--quick"',
         "the default study takes 46 minutes; the test runs it with --quick"),
     "--source=keras_hub --input=albert_base_en_uncased": (
-        "tests/test_convert_keras_hub.py", 'source="keras_hub"',
+        "tests/test_keras_hub.py", 'source="keras_hub"',
         "a keras-hub preset needs keras_hub to write; that test writes one "
         "and converts it"),
 }
