@@ -1,8 +1,8 @@
 """The main job's default budget (no heavy imports: `--help` reads it).
 
-Sized so that the whole job takes about 10 minutes on 2 AVX2 cores: 1,500
-steps take about 4 minutes there (about 2 with AVX512-BF16); the time
-budget stops a slower machine's run and saves it to resume.
+Sized so that the whole job takes minutes on a laptop-class CPU (the
+times per CPU are in docs/benchmarks.md); the time budget stops a slower
+machine's run and saves it to resume.
 
 Pretraining: steps of batch 32, the time budget of one run, and the
 checkpoints evaluated over the run. Fine-tuning: the seeds of each
