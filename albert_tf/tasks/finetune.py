@@ -63,9 +63,13 @@ def encoder_from_checkpoint(init_checkpoint=None, albert_config_file=None,
                 "init_checkpoint. Received: neither")
         config = AlbertConfig.from_json_file(albert_config_file)
         return AlbertPretrainer(config, dtype=DTYPES[dtype]).encoder
+    source = pretrained.detect_format(init_checkpoint)
     pretrainer = pretrained.load_pretrained(init_checkpoint, DTYPES[dtype],
                                             albert_config_file)
-    logging.info("Initialized the encoder from %s", init_checkpoint)
+    # Name the checkpoint read, not the folder: a run folder has several.
+    logging.info("Initialized the encoder from %s (%s)",
+                 checkpoint_lib.resolve_checkpoint(init_checkpoint)
+                 if source == "albert_tf" else init_checkpoint, source)
     return pretrainer.encoder
 
 

@@ -1,0 +1,28 @@
+"""`albert_tf.tasks.finetune`: where a fine-tuning job's encoder comes from."""
+
+import numpy as np
+import pytest
+from absl import logging
+
+from albert_tf import AlbertConfig
+from albert_tf import AlbertPretrainer
+from albert_tf.tasks import finetune
+from albert_tf.training import checkpoint
+
+
+def test_the_encoder_starts_from_the_checkpoint_it_names(tmp_path, caplog):
+    pretrained = AlbertPretrainer(AlbertConfig.from_preset("tiny"))
+    checkpoint.save_model_dir(pretrained, str(tmp_path))
+    logging.set_verbosity(logging.INFO)
+    with caplog.at_level("INFO"):
+        encoder = finetune.encoder_from_checkpoint(str(tmp_path))
+    np.testing.assert_array_equal(encoder.word_embeddings.numpy(),
+                                  pretrained.encoder.word_embeddings.numpy())
+    # The checkpoint read, not just the folder: a run folder holds several.
+    prefix = str(tmp_path / checkpoint.CHECKPOINT_NAME)
+    assert f"Initialized the encoder from {prefix} (albert_tf)" in caplog.text
+
+
+def test_without_checkpoint_or_config_names_both():
+    with pytest.raises(ValueError, match="Received: neither"):
+        finetune.encoder_from_checkpoint(None)
