@@ -27,13 +27,9 @@ def run(options, strategy=None):
     # pylint: disable=import-outside-toplevel
     from albert_tf.tasks import finetune
     from albert_tf.tasks import finetune_jobs
-    from albert_tf.training import distribute
     from export import finetuned_exports as export_tasks
     from export import layout
-    if strategy is None:
-        strategy = distribute.get_strategy(
-            options.strategy, tpu=options.tpu, tpu_zone=options.tpu_zone,
-            gcp_project=options.gcp_project)
+    strategy = strategy or cli.strategy_for(options)
     trainer, report = finetune_jobs.run_squad(options, strategy)
     if options.export_dir:
         v2 = options.version_2_with_negative

@@ -23,6 +23,16 @@ def log_report(report, keys):
             logging.info("%s: %s", key, report[key])
 
 
+def strategy_for(options):
+    """The `tf.distribute` strategy a training program's flags name
+    (`--strategy`, `--tpu`, `--tpu_zone`, `--gcp_project`)."""
+    # Here, not at the top: TensorFlow loads after the flags are read.
+    from albert_tf.training import distribute  # pylint: disable=import-outside-toplevel
+    return distribute.get_strategy(
+        options.strategy, tpu=options.tpu, tpu_zone=options.tpu_zone,
+        gcp_project=options.gcp_project)
+
+
 def run_training_program(options_cls, run, doc, argv=None):
     """Runs a training program from the command line.
 

@@ -24,12 +24,8 @@ def run(options):
     """Runs pretraining under the strategy the options name; logs results."""
     # Here, not at the top: TensorFlow loads after the flags are read.
     # pylint: disable=import-outside-toplevel
-    from albert_tf.training import distribute
     from albert_tf.training import pretraining
-    strategy = distribute.get_strategy(
-        options.strategy, tpu=options.tpu, tpu_zone=options.tpu_zone,
-        gcp_project=options.gcp_project)
-    report = pretraining.run_pretraining(options, strategy)
+    report = pretraining.run_pretraining(options, cli.strategy_for(options))
     for result in report.get("eval_results", []):
         logging.info("eval %s", result)
     return report

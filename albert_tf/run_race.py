@@ -21,11 +21,7 @@ def run(options, strategy=None):
     # Here, not at the top: TensorFlow loads after the flags are read.
     # pylint: disable=import-outside-toplevel
     from albert_tf.tasks import finetune_jobs
-    from albert_tf.training import distribute
-    if strategy is None:
-        strategy = distribute.get_strategy(
-            options.strategy, tpu=options.tpu, tpu_zone=options.tpu_zone,
-            gcp_project=options.gcp_project)
+    strategy = strategy or cli.strategy_for(options)
     _, report = finetune_jobs.run_race(options, strategy)
     cli.log_report(report, ("best", "predictions", "test_accuracy"))
     return report
