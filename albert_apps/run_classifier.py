@@ -1,7 +1,7 @@
 r"""Fine-tunes ALBERT on a GLUE task: `python -m albert_apps.run_classifier`.
 
     python -m albert_apps.run_classifier --task_name=MRPC \
-      --data_dir=glue_data/MRPC --init_checkpoint=models/albert_base \
+      --data_dir=glue_data/MRPC --init_checkpoint=albert_base_v2 \
       --output_dir=runs/mrpc --do_train --do_eval --do_predict \
       --max_seq_length=128 --train_batch_size=32 --learning_rate=2e-5 \
       --train_step=800 --warmup_step=200 --export_dir=serving

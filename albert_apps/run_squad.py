@@ -2,7 +2,7 @@ r"""Fine-tunes ALBERT on SQuAD v1.1 / v2.0: `python -m albert_apps.run_squad`.
 
     python -m albert_apps.run_squad --train_file=squad/train-v2.0.json \
       --predict_file=squad/dev-v2.0.json --version_2_with_negative \
-      --init_checkpoint=models/albert_base --output_dir=runs/squad2 \
+      --init_checkpoint=albert_base_v2 --output_dir=runs/squad2 \
       --do_train --do_eval --do_predict --max_seq_length=384 \
       --doc_stride=128 --max_query_length=64 --train_batch_size=48 \
       --learning_rate=3e-5 --train_step=8144 --warmup_step=814

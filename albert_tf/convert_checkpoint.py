@@ -10,6 +10,8 @@ preset (`keras_hub`). Targets: `albert_tf` (default; ready for
         --input=albert_base/ --output_dir=models/albert_base_v2
     python -m albert_tf.convert_checkpoint --source=albert_tf \
         --input=models/mine --output_dir=exports/mine_hf --target=huggingface
+    python -m albert_tf.convert_checkpoint --input=albert_base_v2 \
+        --output_dir=models/albert_base_v2     # released weights by name
 
 The output directory is written whole or not at all, and holds
 `conversion_report.txt`, the fate of every source tensor. The flags are the
@@ -35,7 +37,8 @@ def convert(options):
     from albert_tf.convert import pretrained  # pylint: disable=import-outside-toplevel
     try:
         report = pretrained.convert_checkpoint(
-            options.input, options.output_dir, source=options.source,
+            pretrained.local_model_path(options.input), options.output_dir,
+            source=options.source,
             target=options.target, config_file=options.config_file,
             overwrite=options.overwrite)
     except options_lib.USER_ERRORS:

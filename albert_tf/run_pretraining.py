@@ -24,8 +24,12 @@ def run(options):
     """Runs pretraining under the strategy the options name; logs results."""
     # Here, not at the top: TensorFlow loads after the flags are read.
     # pylint: disable=import-outside-toplevel
+    from albert_tf.convert import pretrained
     from albert_tf.training import pretraining
-    report = pretraining.run_pretraining(options, cli.strategy_for(options))
+    task = pretraining.PretrainingTask(options,
+                                       load_weights=pretrained.restore_into)
+    report = pretraining.run_pretraining(options, cli.strategy_for(options),
+                                         task)
     for result in report.get("eval_results", []):
         logging.info("eval %s", result)
     return report

@@ -1,7 +1,7 @@
 r"""Fine-tunes ALBERT on RACE: `python -m albert_tf.run_race`.
 
     python -m albert_tf.run_race --data_dir=RACE \
-      --init_checkpoint=models/albert_base --output_dir=runs/race \
+      --init_checkpoint=albert_base_v2 --output_dir=runs/race \
       --do_train --do_eval --do_predict --max_seq_length=512 \
       --max_qa_length=128 --train_batch_size=32 --learning_rate=1e-5 \
       --train_step=12000 --warmup_step=1000

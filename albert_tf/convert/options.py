@@ -22,7 +22,9 @@ class ConvertOptions:
         None, "Format of --input; detected from its files when not given.",
         choices=FORMATS)
     input: str = option(
-        None, "Input directory (or TF1 checkpoint prefix).", required=True)
+        None, "Input directory (or TF1 checkpoint prefix), or released "
+        "weights by name: albert_base_v2, hf://org/repo, a keras-hub preset, "
+        "an archive URL (fetched once into $ALBERT_TF_CACHE).", required=True)
     output_dir: str = option(
         None, "Local directory to create with the converted model.",
         required=True)

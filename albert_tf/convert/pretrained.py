@@ -24,6 +24,8 @@ import tensorflow as tf
 from albert_tf.config import AlbertConfig
 from albert_tf.convert import huggingface
 from albert_tf.convert import keras_hub
+from albert_tf.convert import model_cache
+from albert_tf.convert import released
 from albert_tf.convert import tf1
 from albert_tf.convert import weight_set
 from albert_tf.convert.options import FORMATS
@@ -281,21 +283,78 @@ def _convert(input_path, output_dir, source, target, config_file, overwrite):
     return report
 
 
-def load_pretrained(path, dtype=None, config_file=None):
-    """An `AlbertPretrainer` with the weights of a directory in any format.
-
-    The one loader of weights from disk. The format is detected from the
-    files: this project's model directory, training run or checkpoint
-    prefix, an official TF1 release (or TF-Hub module, with `config_file`),
-    a Hugging Face directory or a keras-hub preset. A pretraining head the
-    source lacks (keras-hub has no SOP head) keeps its initial values, with
-    a warning.
+def local_model_path(path, fetch_from=None):
+    """The local folder of `path`: `path` itself when it exists, else the
+    cached copy of the released weights it names, fetched and checked on
+    first use (`released.resolve`, `model_cache.fetch`).
 
     Args:
-        path: the directory (or checkpoint prefix).
+        path: a local path, or a reference: a released preset name
+            (`"albert_base_v2"`), `hf://org/repo`, `kaggle://...`, a
+            keras-hub preset name or an archive URL.
+        fetch_from: for a released preset name, `"archive"` (default, the
+            official TF1 archive or `$ALBERT_TF_MIRROR`), `"huggingface"`
+            or `"keras_hub"`.
+
+    Raises:
+        ValueError: an unknown reference or `fetch_from`.
+        albert_tf.convert.model_cache.FetchError: the fetch or its checks
+            failed (one line naming the URL and the cache path).
+    """
+    if not released.is_reference(path):
+        if fetch_from is not None:
+            raise ValueError(
+                "fetch_from applies to released preset names, not to a local "
+                f"path. Received: path={path!r}, fetch_from={fetch_from!r}")
+        return path
+    return model_cache.fetch(released.resolve(path, fetch_from),
+                             _check_fetched)
+
+
+def _check_fetched(folder, source):
+    """Raises unless `folder` holds `source`'s release: readable by its
+    converter, with the preset's architecture and parameter count."""
+    model = load_pretrained(folder)
+    release = source.release
+    if release is None:
+        return
+    expected = AlbertConfig.from_preset(release.name)
+    for field in ("vocab_size", "embedding_size", "hidden_size",
+                  "num_hidden_layers", "num_attention_heads",
+                  "intermediate_size"):
+        got, want = getattr(model.config, field), getattr(expected, field)
+        if got != want:
+            raise ValueError(f"its config has {field}={got}, {release.name} "
+                             f"has {want}")
+    count = model.encoder.count_params()
+    if count != release.num_parameters:
+        raise ValueError(f"its encoder has {count:,} parameters, "
+                         f"{release.name} has {release.num_parameters:,}")
+
+
+def load_pretrained(path, dtype=None, config_file=None, fetch_from=None):
+    """An `AlbertPretrainer` with released weights, or those of a directory
+    in any format.
+
+    The one loader of weights. `path` is a local path or the name of
+    released weights: `load_pretrained("albert_base_v2")` fetches the
+    official archive once into the cache (`$ALBERT_TF_CACHE`), checks it
+    and loads it; `hf://albert/albert-base-v2`, keras-hub preset names,
+    `kaggle://` handles and archive URLs work too (`local_model_path`).
+    A local format is detected from the files: this project's model
+    directory, training run or checkpoint prefix, an official TF1 release
+    (or TF-Hub module, with `config_file`), a Hugging Face directory or a
+    keras-hub preset. A pretraining head the source lacks (keras-hub has
+    no SOP head) keeps its initial values, with a warning.
+
+    Args:
+        path: a released name or reference, or a directory (or checkpoint
+            prefix).
         dtype: optional dtype policy, e.g. `"mixed_bfloat16"`.
         config_file: optional config file overriding the one next to a
             checkpoint (this project's or TF1; needed where there is none).
+        fetch_from: for a released preset name, where to fetch it from:
+            `"archive"` (default), `"huggingface"` or `"keras_hub"`.
 
     Returns:
         The `AlbertPretrainer`; `model.config` is its `AlbertConfig`.
@@ -304,12 +363,41 @@ def load_pretrained(path, dtype=None, config_file=None):
         FileNotFoundError: if nothing is at `path`, or no config is there
             and `config_file` is None.
         ValueError: if the format is not recognized, or a tensor is missing,
-            unexpected or misshaped (`ConversionError`).
+            unexpected or misshaped (`ConversionError`); a fetch that
+            failed (`model_cache.FetchError`, one line).
     """
+    path = local_model_path(path, fetch_from)
     source = detect_format(path)
     if source == "albert_tf":
         return _load_albert_tf(path, dtype, config_file)
     return model_from_weights(read_weights(path, source, config_file), dtype)
+
+
+def restore_into(model, path):
+    """Loads weights of any format, or released weights by name, into a
+    built `AlbertPretrainer` of the same config (continued pretraining).
+
+    Args:
+        model: the `AlbertPretrainer`.
+        path: what `load_pretrained` takes.
+
+    Returns:
+        What was read: the checkpoint prefix, or the folder and its format.
+
+    Raises:
+        FileNotFoundError, ValueError: as `load_pretrained`; a tensor whose
+            shape differs from the model's (another config).
+    """
+    path = local_model_path(path)
+    source = detect_format(path)
+    if source == "albert_tf":
+        return checkpoint.restore_model(model, path)
+    untouched = weight_set.assign_to_model(model,
+                                           read_weights(path, source).tensors)
+    if untouched:
+        logging.warning("%d tensor(s) not in %s keep their initial values: "
+                        "%s", len(untouched), path, ", ".join(untouched))
+    return f"{path} ({source})"
 
 
 def _load_albert_tf(path, dtype=None, config_file=None):
@@ -329,7 +417,9 @@ def _load_albert_tf(path, dtype=None, config_file=None):
 
 def spm_model_path(path):
     """The SentencePiece model that comes with a directory of any format
-    (or checkpoint prefix), or None."""
+    (or checkpoint prefix), or a released name (see `local_model_path`),
+    or None."""
+    path = local_model_path(path)
     source = detect_format(path)
     if source == "tf1":
         return tf1.find_spm_model(checkpoint.model_folder(path))
@@ -341,5 +431,6 @@ def spm_model_path(path):
 
 
 __all__ = ["FORMATS", "TARGETS", "convert_checkpoint",
-           "detect_format", "load_pretrained", "model_from_weights",
-           "read_weights", "spm_model_path", "write_weights"]
+           "detect_format", "load_pretrained", "local_model_path",
+           "model_from_weights",
+           "read_weights", "restore_into", "spm_model_path", "write_weights"]

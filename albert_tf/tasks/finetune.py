@@ -36,8 +36,10 @@ def encoder_from_checkpoint(init_checkpoint=None, albert_config_file=None,
 
     Args:
         init_checkpoint: a model directory, a training run's folder or
-            checkpoint prefix, or a directory of any format
-            `albert_tf.load_pretrained` reads. None: random initialization.
+            checkpoint prefix, a directory of any format
+            `albert_tf.load_pretrained` reads, or released weights by name
+            (`"albert_base_v2"`, `hf://...`; fetched and cached on first
+            use). None: random initialization.
         albert_config_file: the `AlbertConfig` JSON; default: the one in the
             `init_checkpoint` folder.
         dtype: "float32" or "bfloat16" (mixed precision, float32 variables).
@@ -63,6 +65,7 @@ def encoder_from_checkpoint(init_checkpoint=None, albert_config_file=None,
                 "init_checkpoint. Received: neither")
         config = AlbertConfig.from_json_file(albert_config_file)
         return AlbertPretrainer(config, dtype=DTYPES[dtype]).encoder
+    init_checkpoint = pretrained.local_model_path(init_checkpoint)
     source = pretrained.detect_format(init_checkpoint)
     pretrainer = pretrained.load_pretrained(init_checkpoint, DTYPES[dtype],
                                             albert_config_file)

@@ -71,7 +71,10 @@ class TrainingOptions:
         None, "Checkpoints, eval_results.txt, best/ and TensorBoard logs.",
         required=True)
     init_checkpoint: str = option(
-        None, "Initial weights: a model directory or checkpoint prefix.")
+        None, "Initial weights: a model directory or checkpoint prefix of "
+        "any format, or released weights by name (albert_base_v2, "
+        "hf://org/repo, a keras-hub preset, an archive URL; fetched once "
+        "into $ALBERT_TF_CACHE).")
     train_batch_size: int = option(32, "Global batch per optimizer step.",
                                    minimum=1)
     eval_batch_size: int = option(8, "Global evaluation batch.", minimum=1)
@@ -196,7 +199,7 @@ class TrainingOptions:
         """
         if not self.do_train:
             return {}
-        return {"--init_checkpoint": local_path(self.init_checkpoint),
+        return {"--init_checkpoint": model_reference(self.init_checkpoint),
                 "--train_batch_size": self.train_batch_size,
                 "--optimizer": self.optimizer}
 
@@ -207,6 +210,15 @@ def local_path(path):
     if not path or "://" in path:
         return path
     return os.path.abspath(path)
+
+
+def model_reference(path):
+    """`local_path` of an existing model path; a released model's name
+    (`albert_base_v2`: no such file here) unchanged."""
+    if path and not os.path.exists(path) and not os.path.exists(
+            path + ".index") and "/" not in path and os.sep not in path:
+        return path
+    return local_path(path)
 
 
 def local_patterns(patterns):

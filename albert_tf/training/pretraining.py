@@ -32,9 +32,18 @@ class PretrainingTask(TrainingTask):
     stat_names = losses.STAT_NAMES
     best_metric = "masked_lm_accuracy"
 
-    def __init__(self, options):
+    def __init__(self, options, load_weights=None):
+        """Args:
+            options: `PretrainingOptions`.
+            load_weights: `(model, path) -> str` loading `--init_checkpoint`
+                into the model and returning what it read; default: this
+                project's checkpoints (`checkpoint.restore_model`). The
+                program passes `pretrained.restore_into`, which also takes
+                released names and the other formats.
+        """
         self.options = options
         self.config = options.resolved_config()
+        self.load_weights = load_weights or checkpoint_lib.restore_model
 
     def build_model(self, dtype):
         return AlbertPretrainer(self.config, dtype=dtype)
@@ -65,7 +74,7 @@ class PretrainingTask(TrainingTask):
         if not path:
             return
         try:
-            path = checkpoint_lib.restore_model(model, path)
+            path = self.load_weights(model, path)
         except (FileNotFoundError, ValueError) as e:
             raise ValueError(f"--init_checkpoint={path}: {e}") from None
         logging.info("Initialized the model from %s", path)

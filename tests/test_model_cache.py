@@ -1,0 +1,405 @@
+"""Released weights fetched from a live HTTP server on the loopback address.
+
+The server serves fixture archives in the official layout (and the other
+layouts) made from tiny models by the project's own converters, and the
+two Hugging Face file routes `hf_hub_download` asks for
+(`HEAD`/`GET /<repo>/resolve/<revision>/<file>`), reached through
+`HF_ENDPOINT`. keras-hub's Kaggle presets cannot be served this way: their
+path is covered by the offline error only.
+"""
+
+import collections
+import hashlib
+import http.server
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import tarfile
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from albert_tf.convert import model_cache
+from albert_tf.convert import pretrained
+from albert_tf.convert import released
+from albert_tf.training import checkpoint
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+class FileServer:
+    """A threaded HTTP server on 127.0.0.1 serving `files` by path.
+
+    `behaviour[path]`: `"drop_once"` (the first GET sends half the body and
+    closes the connection), `"slow"` (the body in 20 pieces, 50 ms apart).
+    `hits[path]` counts the GETs.
+    """
+
+    def __init__(self):
+        self.files, self.behaviour = {}, {}
+        self.hits = collections.Counter()
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_HEAD(self):
+                self._answer(body=False)
+
+            def do_GET(self):
+                self._answer(body=True)
+
+            def _answer(self, body):
+                path = self.path.split("?", 1)[0]
+                data = server.files.get(path)
+                if data is None:
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("ETag", '"%s"' % hashlib.sha256(data).hexdigest())
+                self.send_header("X-Repo-Commit", COMMIT)
+                self.end_headers()
+                if not body:
+                    return
+                server.hits[path] += 1
+                behaviour = server.behaviour.get(path)
+                if behaviour == "drop_once" and server.hits[path] == 1:
+                    self.wfile.write(data[:len(data) // 2])
+                    self.wfile.flush()
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    self.close_connection = True
+                    return
+                if behaviour == "slow":
+                    step = max(1, len(data) // 20)
+                    for i in range(0, len(data), step):
+                        self.wfile.write(data[i:i + step])
+                        self.wfile.flush()
+                        time.sleep(0.05)
+                    return
+                self.wfile.write(data)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever,
+                                       daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server():
+    s = FileServer()
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    root = tmp_path / "cache"
+    monkeypatch.setenv(model_cache.CACHE_ENV, str(root))
+    return root
+
+
+def _tar(folder, top="albert_base"):
+    """A .tar.gz of `folder`'s files under `top/`, as the releases are."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1) as tar:
+        tar.add(folder, arcname=top)
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def tiny_release(tmp_path_factory, albert_spm_model):
+    """A tiny model written by this project's converters in the official
+    TF1 layout and as a Hugging Face folder: `(tf1_dir, hf_dir, archive)`."""
+    from albert_tf import AlbertConfig
+    from albert_tf import AlbertPretrainer
+
+    model = AlbertPretrainer(AlbertConfig.from_preset("tiny", vocab_size=48))
+    rng = np.random.default_rng(0)
+    for v in model.weights:
+        v.assign(rng.normal(scale=0.3, size=v.shape).astype("float32"))
+    root = tmp_path_factory.mktemp("release")
+    checkpoint.save_model_dir(model, str(root / "ours"), albert_spm_model)
+    pretrained.convert_checkpoint(str(root / "ours"), str(root / "tf1"),
+                                  target="tf1")
+    pretrained.convert_checkpoint(str(root / "ours"), str(root / "hf"),
+                                  target="huggingface")
+    return str(root / "tf1"), str(root / "hf"), _tar(str(root / "tf1"))
+
+
+def _weights(model):
+    return {v.path: v.numpy() for v in model.weights}
+
+
+def _assert_same(a, b):
+    wa, wb = _weights(a), _weights(b)
+    assert sorted(wa) == sorted(wb)
+    for path, value in wa.items():
+        np.testing.assert_array_equal(wb[path], value, err_msg=path)
+
+
+def _entries(cache):
+    return sorted(os.listdir(cache)) if os.path.isdir(cache) else []
+
+
+def test_downloads_once_then_loads_from_the_cache_offline(
+        server, cache, tiny_release):
+    tf1_dir, _, archive = tiny_release
+    server.files["/m/tiny.tar.gz"] = archive
+    url = server.url + "/m/tiny.tar.gz"
+    fetched = pretrained.load_pretrained(url)
+    _assert_same(pretrained.load_pretrained(tf1_dir), fetched)
+    assert server.hits["/m/tiny.tar.gz"] == 1
+    key = released.resolve(url).cache_key
+    # The entry, its lock; no partial folder, no archive left.
+    assert [e for e in _entries(cache) if not e.endswith(".lock")] == [key]
+    assert not any(f.endswith(".tar.gz") for _, _, fs in os.walk(cache)
+                   for f in fs)
+    server.stop()
+    _assert_same(fetched, pretrained.load_pretrained(url))
+    assert pretrained.spm_model_path(url).endswith("30k-clean.model")
+
+
+def test_a_dropped_connection_restarts_the_download(server, cache, tiny_release):
+    tf1_dir, _, archive = tiny_release
+    server.files["/tiny.tar.gz"] = archive
+    server.behaviour["/tiny.tar.gz"] = "drop_once"
+    fetched = pretrained.load_pretrained(server.url + "/tiny.tar.gz")
+    _assert_same(pretrained.load_pretrained(tf1_dir), fetched)
+    assert server.hits["/tiny.tar.gz"] == 2
+
+
+def _fails_leaving_nothing(cache, reference, *expected):
+    with pytest.raises(model_cache.FetchError) as info:
+        pretrained.load_pretrained(reference)
+    message = str(info.value)
+    assert "\n" not in message
+    for text in expected:
+        assert text in message, message
+    assert [e for e in _entries(cache) if not e.endswith(".lock")] == []
+    return message
+
+
+def test_a_truncated_archive_is_named_and_not_cached(server, cache, tiny_release):
+    server.files["/t.tar.gz"] = tiny_release[2][:len(tiny_release[2]) // 2]
+    url = server.url + "/t.tar.gz"
+    key = released.resolve(url).cache_key
+    _fails_leaving_nothing(cache, url, url, "not a whole .tar.gz archive",
+                           os.path.join(str(cache), key))
+
+
+def test_a_404_is_named_with_the_folder_to_fill_by_hand(server, cache):
+    url = server.url + "/missing.tar.gz"
+    _fails_leaving_nothing(cache, url, url, "HTTP 404", "by hand")
+    assert server.hits["/missing.tar.gz"] == 0
+
+
+def test_a_wrong_model_under_a_released_name_is_refused(
+        server, cache, tiny_release, monkeypatch):
+    server.files["/mirror/albert_base_v2.tar.gz"] = tiny_release[2]
+    monkeypatch.setenv(released.MIRROR_ENV, server.url + "/mirror")
+    _fails_leaving_nothing(
+        cache, "albert_base_v2", server.url + "/mirror/albert_base_v2.tar.gz",
+        "is not albert_base_v2 (11,683,584 parameters)", "vocab_size=48",
+        os.path.join(str(cache), "albert_base_v2"))
+
+
+def test_offline_an_uncached_name_says_what_to_fetch_and_where(
+        cache, monkeypatch):
+    # A port nobody listens on: what a machine without network sees.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv(released.MIRROR_ENV, f"http://127.0.0.1:{port}")
+    _fails_leaving_nothing(
+        cache, "albert_xlarge_v1",
+        f"http://127.0.0.1:{port}/albert_xlarge_v1.tar.gz", "by hand",
+        os.path.join(str(cache), "albert_xlarge_v1"))
+
+
+def test_a_partial_folder_of_a_killed_fetch_is_never_taken(
+        server, cache, tiny_release):
+    server.files["/k.tar.gz"] = tiny_release[2]
+    url = server.url + "/k.tar.gz"
+    key = released.resolve(url).cache_key
+    partial = cache / f".{key}.partial-killed"
+    (partial / "unpacked" / "albert_base").mkdir(parents=True)
+    (partial / "download").mkdir()
+    (partial / "download" / "k.tar.gz").write_bytes(tiny_release[2][:100])
+    pretrained.load_pretrained(url)
+    assert server.hits["/k.tar.gz"] == 1
+    assert not partial.exists()
+
+
+def test_names_reach_the_text_models_and_continued_pretraining(
+        server, cache, tiny_release):
+    from albert_tf import AlbertConfig
+    from albert_tf import AlbertPretrainer
+    from albert_tf import AlbertTextClassifier
+
+    tf1_dir, _, archive = tiny_release
+    server.files["/c.tar.gz"] = archive
+    url = server.url + "/c.tar.gz"
+    classifier = AlbertTextClassifier(url, num_classes=2)
+    assert classifier.predict(["the quick brown fox"], verbose=0).shape == (1, 2)
+    model = AlbertPretrainer(AlbertConfig.from_preset("tiny", vocab_size=48))
+    read = pretrained.restore_into(model, url)
+    assert read.endswith("(tf1)")
+    _assert_same(pretrained.load_pretrained(tf1_dir), model)
+    assert server.hits["/c.tar.gz"] == 1
+
+
+def _run(code, env, timeout=300):
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
+                          env={**os.environ, **env}, cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+_LOAD_AND_SAVE = """
+    import sys
+    import numpy as np
+    from albert_tf.convert import pretrained
+    model = pretrained.load_pretrained(sys.argv[1] if len(sys.argv) > 1 else {ref!r})
+    np.savez({out!r}, *[v.numpy() for v in model.weights])
+"""
+
+
+@pytest.mark.slow
+def test_two_processes_fetching_one_name_end_with_one_copy(
+        server, cache, tiny_release, tmp_path):
+    server.files["/s.tar.gz"] = tiny_release[2]
+    server.behaviour["/s.tar.gz"] = "slow"
+    url = server.url + "/s.tar.gz"
+    env = {model_cache.CACHE_ENV: str(cache)}
+    procs = [subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(_LOAD_AND_SAVE.format(
+            ref=url, out=str(tmp_path / f"{i}.npz")))],
+        env={**os.environ, **env}, cwd=REPO_ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True) for i in range(2)]
+    outputs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    assert server.hits["/s.tar.gz"] == 1
+    a, b = np.load(tmp_path / "0.npz"), np.load(tmp_path / "1.npz")
+    for key in a.files:
+        np.testing.assert_array_equal(a[key], b[key])
+    key = released.resolve(url).cache_key
+    assert [e for e in _entries(cache) if not e.endswith(".lock")] == [key]
+
+
+@pytest.mark.slow
+def test_hugging_face_repositories_through_hf_endpoint(
+        server, tiny_release, tmp_path):
+    """`hf://` goes through huggingface_hub against the live local server,
+    lands in its own cache, and loads offline (`HF_HUB_OFFLINE=1`) after."""
+    _, hf_dir, _ = tiny_release
+    for name in ("config.json", "spiece.model", "model.safetensors"):
+        with open(os.path.join(hf_dir, name), "rb") as f:
+            server.files[f"/me/tiny-albert/resolve/main/{name}"] = f.read()
+    env = {"HF_ENDPOINT": server.url, "HF_HOME": str(tmp_path / "hf"),
+           "HF_HUB_DISABLE_XET": "1"}
+    out = str(tmp_path / "w.npz")
+    code = _LOAD_AND_SAVE.format(ref="hf://me/tiny-albert", out=out)
+    first = _run(code, env)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert server.hits["/me/tiny-albert/resolve/main/model.safetensors"] == 1
+    assert os.path.isdir(tmp_path / "hf" / "hub" / "models--me--tiny-albert")
+    expected = _weights(pretrained.load_pretrained(hf_dir))
+    got = np.load(out)
+    for value, key in zip(expected.values(), got.files):
+        np.testing.assert_array_equal(got[key], value)
+    # A repository of a release holding other weights: refused, and its
+    # files removed from huggingface_hub's cache.
+    for name in ("config.json", "spiece.model", "model.safetensors"):
+        server.files[f"/albert/albert-base-v2/resolve/main/{name}"] = (
+            server.files[f"/me/tiny-albert/resolve/main/{name}"])
+    wrong = _run(code.replace("me/tiny-albert", "albert/albert-base-v2"), env)
+    assert wrong.returncode != 0
+    last = wrong.stderr.strip().splitlines()[-1]
+    assert "is not albert_base_v2 (11,683,584 parameters)" in last, last
+    repo_cache = tmp_path / "hf" / "hub" / "models--albert--albert-base-v2"
+    assert not [f for _, _, fs in os.walk(repo_cache / "blobs") for f in fs]
+    assert not [f for _, _, fs in os.walk(repo_cache / "snapshots") for f in fs]
+    server.stop()
+    again = _run(code, {**env, "HF_HUB_OFFLINE": "1"})
+    assert again.returncode == 0, again.stderr[-3000:]
+    # Offline and not cached: one line with the URL and the cache.
+    missing = _run(code.replace("me/tiny-albert", "me/other"),
+                   {**env, "HF_HUB_OFFLINE": "1"})
+    assert missing.returncode != 0
+    last = missing.stderr.strip().splitlines()[-1]
+    assert "me/other/resolve/main/config.json" in last
+    assert str(tmp_path / "hf" / "hub") in last
+
+
+@pytest.mark.slow
+def test_the_programs_take_names_and_say_one_line_offline(
+        server, cache, tiny_release, tmp_path):
+    env = {model_cache.CACHE_ENV: str(cache)}
+    server.files["/p.tar.gz"] = tiny_release[2]
+    url = server.url + "/p.tar.gz"
+    done = subprocess.run(
+        [sys.executable, "-m", "albert_tf.convert_checkpoint", f"--input={url}",
+         f"--output_dir={tmp_path / 'converted'}"], env={**os.environ, **env},
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert os.path.exists(tmp_path / "converted" / "albert_config.json")
+    server.stop()
+    offline = subprocess.run(
+        [sys.executable, "-m", "albert_tf.convert_checkpoint",
+         "--input=albert_large_v2", f"--output_dir={tmp_path / 'large'}"],
+        env={**os.environ, **env, released.MIRROR_ENV: server.url},
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert offline.returncode != 0
+    assert "Traceback" not in offline.stderr
+    last = offline.stderr.strip().splitlines()[-1]
+    assert f"{server.url}/albert_large_v2.tar.gz" in last
+    assert os.path.join(str(cache), "albert_large_v2") in last
+    assert not os.path.exists(tmp_path / "large")
+
+
+@pytest.mark.slow
+def test_albert_base_v2_from_a_mirror_equals_the_unpacked_folder(
+        server, cache, tmp_path, albert_spm_model, monkeypatch):
+    """The done-when: a full-size albert_base_v2 archive in the official
+    layout, fetched by name through `ALBERT_TF_MIRROR`, then again with the
+    server stopped."""
+    from albert_tf import AlbertConfig
+    from albert_tf import AlbertPretrainer
+
+    model = AlbertPretrainer(AlbertConfig.from_preset("albert_base_v2"))
+    checkpoint.save_model_dir(model, str(tmp_path / "ours"), albert_spm_model)
+    pretrained.convert_checkpoint(str(tmp_path / "ours"), str(tmp_path / "tf1"),
+                                  target="tf1")
+    server.files["/albert_base_v2.tar.gz"] = _tar(str(tmp_path / "tf1"))
+    monkeypatch.setenv(released.MIRROR_ENV, server.url)
+    fetched = pretrained.load_pretrained("albert_base_v2")
+    assert fetched.encoder.count_params() == 11_683_584
+    _assert_same(pretrained.load_pretrained(str(tmp_path / "tf1")), fetched)
+    server.stop()
+    _assert_same(fetched, pretrained.load_pretrained("albert_base_v2"))
+    with open(cache / "albert_base_v2" / "albert_base" / "albert_config.json") as f:
+        assert json.load(f)["hidden_size"] == 768
+    # The README's block, as written, from the cache.
+    from tests.journeys import documented
+    names = {}
+    exec(documented.code_block('load_pretrained("albert_base_v2").encoder'),
+         names)
+    assert names["encoder"].count_params() == 11_683_584
+    assert names["classifier"].predict(["a fine film"], verbose=0).shape == (1, 2)
