@@ -403,3 +403,15 @@ def test_albert_base_v2_from_a_mirror_equals_the_unpacked_folder(
          names)
     assert names["encoder"].count_params() == 11_683_584
     assert names["classifier"].predict(["a fine film"], verbose=0).shape == (1, 2)
+
+
+def test_a_cache_that_cannot_be_written_is_named(server, tmp_path, monkeypatch,
+                                                 tiny_release):
+    not_a_folder = tmp_path / "cache-file"
+    not_a_folder.write_text("mine")
+    monkeypatch.setenv(model_cache.CACHE_ENV, str(not_a_folder))
+    server.files["/w.tar.gz"] = tiny_release[2]
+    with pytest.raises(model_cache.FetchError, match="cannot write the cache"):
+        pretrained.load_pretrained(server.url + "/w.tar.gz")
+    assert not_a_folder.read_text() == "mine"
+    assert server.hits["/w.tar.gz"] == 0

@@ -20,6 +20,7 @@ what was wrong; nothing is left in the cache. Guide: docs/converting.md.
 """
 
 import contextlib
+import errno
 import glob
 import os
 import re
@@ -85,29 +86,34 @@ def _fetch_archive(source, check):
         return model_folder(entry, source)
     try:
         os.makedirs(root, exist_ok=True)
+        with filelock.FileLock(os.path.join(root, f".{source.cache_key}.lock")):
+            if not os.path.isdir(entry):  # else another process fetched it
+                _fetch_locked(source, check, root, entry)
     except OSError as error:
+        # A read-only or full cache: no network problem, nothing to fetch
+        # by hand.
         raise FetchError(_archive_line(
-            source, entry, f"cannot create the cache folder: "
-            f"{error.strerror}")) from None
-    with filelock.FileLock(os.path.join(root, f".{source.cache_key}.lock")):
-        if os.path.isdir(entry):  # another process fetched it meanwhile
-            return model_folder(entry, source)
-        _remove_partials(root, source.cache_key)
-        staging = tempfile.mkdtemp(prefix=f".{source.cache_key}.partial-",
-                                   dir=root)
-        try:
-            unpacked = _download_and_unpack(source, staging, entry)
-            folder = model_folder(unpacked, source, entry)
-            try:
-                check(folder, source)
-            except Exception as error:  # noqa: BLE001 - any check failure
-                raise FetchError(_archive_line(
-                    source, entry, f"the archive is not {_expected(source)}: "
-                    f"{_first_line(error)}")) from None
-            os.rename(unpacked, entry)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+            source, entry, "cannot write the cache "
+            f"({error.strerror or error}: {error.filename or root})")) from None
     return model_folder(entry, source)
+
+
+def _fetch_locked(source, check, root, entry):
+    """Downloads, unpacks, checks and renames into place (the lock held)."""
+    _remove_partials(root, source.cache_key)
+    staging = tempfile.mkdtemp(prefix=f".{source.cache_key}.partial-", dir=root)
+    try:
+        unpacked = _download_and_unpack(source, staging, entry)
+        folder = model_folder(unpacked, source, entry)
+        try:
+            check(folder, source)
+        except Exception as error:  # noqa: BLE001 - any check failure
+            raise FetchError(_archive_line(
+                source, entry, f"the archive is not {_expected(source)}: "
+                f"{_first_line(error)}")) from None
+        os.rename(unpacked, entry)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _remove_partials(root, key):
@@ -139,12 +145,23 @@ def _download_and_unpack(source, staging, entry):
     try:
         with tarfile.open(archive) as tar:
             tar.extractall(unpacked, filter="data")
-    except (tarfile.TarError, EOFError, OSError, ValueError) as error:
+    except OSError as error:
+        if error.errno in _WRITE_ERRNOS:
+            raise
+        raise FetchError(_archive_line(
+            source, entry, "the download is not a whole .tar.gz archive "
+            f"({_first_line(error)})")) from None
+    except (tarfile.TarError, EOFError, ValueError) as error:
         raise FetchError(_archive_line(
             source, entry, "the download is not a whole .tar.gz archive "
             f"({_first_line(error)})")) from None
     os.remove(archive)
     return unpacked
+
+
+# Failures of the cache's disk, not of the archive.
+_WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EROFS,
+                 errno.EFBIG, errno.EPERM)
 
 
 def _fetch_failure(error):
