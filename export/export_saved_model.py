@@ -6,6 +6,7 @@ r"""Exports a trained ALBERT as SavedModels in TF Serving layout.
         [--model_name=albert] [--version=N] [--max_seq_length=128] \
         [--tf_serving_version=2.19]
         [--serving_shape=dynamic|fixed]
+        [--format=saved_model|litert] [--litert_quantization=int8]
 
 writes, all with the same version number (the next free one by default; an
 existing version is never overwritten):
@@ -35,6 +36,10 @@ The SavedModels need tensorflow and tensorflow-text only (import
 `tensorflow_text` before `tf.saved_model.load`). The flags are the fields of
 `export.options.ExportOptions`; the work is done by
 `export.pretrained_export.export_from_checkpoint`.
+
+With `--format=litert`, `<export_dir>/<model_name>_litert/<version>/
+encoder.tflite` too: text in, the tokenizer inside, for LiteRT on phones
+(`export.litert`, docs/on_device.md).
 
 Each SavedModel gets `<version>/assets.extra/ops.json`: its op types and the
 TF Serving releases that link them all (`export.serving_compat`); the log
@@ -105,8 +110,15 @@ def export(options):
         layout.check_version_free(
             options.export_dir, pretrained_export.model_names(
                 options.model_name).values(), options.version)
+    kwargs = dataclasses.asdict(options)
+    litert_format = kwargs.pop("format") == "litert"
+    quantization = kwargs.pop("litert_quantization")
     with layout.holding(options.export_dir, PROGRAM):
-        paths = pretrained_export.export_from_checkpoint(**dataclasses.asdict(options))
+        paths = pretrained_export.export_from_checkpoint(**kwargs)
+        if litert_format:
+            from export import litert
+            paths["litert_encoder"] = litert.export_from_checkpoint(
+                options, os.path.basename(paths["serving"]), quantization)
     for name, path in paths.items():
         print("%s: %s" % (name, path))
     return paths

@@ -13,6 +13,9 @@ from data_prep.flag_options import option
 # `albert_tf.layers.preprocessing.SERVING_SHAPES` (tests check they agree;
 # that module imports TensorFlow).
 SERVING_SHAPES = ("dynamic", "fixed")
+# What --format writes, and the weights of `export.litert`'s models.
+FORMATS = ("saved_model", "litert")
+LITERT_QUANTIZATIONS = ("int8", "float16", "float32")
 
 
 @dataclasses.dataclass
@@ -60,6 +63,13 @@ class ExportOptions:
         "--max_seq_length (static shapes, for TPU serving and batching "
         "servers).", choices=SERVING_SHAPES)
     serving_dtype: str = serving_dtype_option()
+    format: str = option(
+        "saved_model", "`saved_model`: the SavedModels; `litert`: also "
+        "`<model_name>_litert/<version>/encoder.tflite`, text in, for phones "
+        "(see docs/on_device.md).", choices=FORMATS)
+    litert_quantization: str = option(
+        "int8", "Weights of the `.tflite` models: `int8` (dynamic range), "
+        "`float16` or `float32`.", choices=LITERT_QUANTIZATIONS)
 
 
 def check_model_name(name, flag="--model_name"):

@@ -146,7 +146,9 @@ def attention_probs(q, k, penalty, scale, compute_dtype, training):
     scores = ops.cast(tf.matmul(q * ops.cast(scale, q.dtype), k,
                                 transpose_b=True), "float32")
     if penalty is not None:
-        scores = scores + penalty[:, None, None, :]
+        # [B, 1, 1, S]: expand_dims, which LiteRT converts with B and S
+        # both dynamic (a new-axis slice it cannot).
+        scores = scores + tf.expand_dims(tf.expand_dims(penalty, 1), 1)
     return ops.cast(ops.softmax(scores, axis=-1), compute_dtype)
 
 

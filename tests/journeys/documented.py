@@ -54,6 +54,8 @@ JOURNEYS = {
     "--export_dir=$EXPORT_DIR --model_name=albert --max_seq_length=128":
         _PRETRAIN,
     "python -m export.serving_compat $EXPORT_DIR": _PRETRAIN,
+    # docs/on_device.md
+    "--format=litert": "tests/journeys/test_litert_journey.py",
     # docs/finetuning.md
     "python -m albert_apps.run_classifier": _FINETUNE,
     "python -m albert_apps.run_squad": _FINETUNE,

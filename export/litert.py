@@ -1,0 +1,322 @@
+"""LiteRT (`.tflite`) models that take raw text, for phones (guide:
+docs/on_device.md).
+
+`python -m export.export_saved_model ... --format=litert` writes, beside the
+SavedModels, `<export_dir>/<model_name>_litert/<version>/`:
+
+    encoder.tflite      signature serving_default: text string [B]
+                        -> pooled_output float32 [B, H]
+
+and `export_classifier` writes a fine-tuned classifier:
+
+    classifier.tflite   signature serving_default: text string [B],
+                        text_b string [B] (an empty string: a single text)
+                        -> probabilities float32 [B, C], label_id int32 [B],
+                           label string [B]
+
+The tokenizer is inside: `export.on_device_tokenizer` (tensorflow-text's
+`FastSentencepieceTokenizer`, a LiteRT custom op, with ALBERT's
+preprocessing compiled into its normalizer), then trimming and packing as
+the SavedModels do, each batch padded to its longest row (at most
+`max_seq_length`). Everything else is LiteRT builtin ops; no TensorFlow op
+(Flex) is needed. An interpreter must register tensorflow-text's ops:
+`ai_edge_litert.interpreter.InterpreterWithCustomOps(custom_op_registerers=
+tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS, ...)` in Python. Any
+text gets an answer (empty, over-long, invalid UTF-8); an empty batch is
+refused by the interpreter.
+
+fill_mask is not exported: its `[MASK]` marker is found with a string split
+(`tf.strings.split`), which has no LiteRT kernel, and its top-k pieces are
+strings looked up in the vocabulary.
+
+Weights (`quantization`): "int8" (dynamic-range: int8 weights, float
+activations; the default), "float16" or "float32".
+
+Shape legend: B batch, T sequence length, H hidden size, C classes.
+"""
+
+import os
+
+import tensorflow as tf
+from tensorflow.python.framework import convert_to_constants
+
+from albert_tf.layers import preprocessing
+from data_prep import safe_io
+from export import on_device_tokenizer
+from export import options
+
+QUANTIZATIONS = options.LITERT_QUANTIZATIONS
+ENCODER_FILE = "encoder.tflite"
+CLASSIFIER_FILE = "classifier.tflite"
+LITERT_SUFFIX = "_litert"
+_STRINGS = tf.TensorSpec([None], tf.string)
+
+
+def check_quantization(quantization):
+    """Returns `quantization` if it is one of `QUANTIZATIONS`.
+
+    Raises:
+        ValueError: any other value.
+    """
+    if quantization not in QUANTIZATIONS:
+        raise ValueError("quantization must be one of %s. Received: "
+                         "quantization=%r" % (", ".join(QUANTIZATIONS),
+                                              quantization))
+    return quantization
+
+
+class _TextInputs(tf.Module):
+    """Raw text to packed encoder inputs with on-device ops."""
+
+    def __init__(self, spm_model_proto, max_seq_length, do_lower_case):
+        super().__init__()
+        if max_seq_length < preprocessing.MIN_SEQ_LENGTH:
+            raise ValueError(
+                "max_seq_length must be at least %d. Received: "
+                "max_seq_length=%r" % (preprocessing.MIN_SEQ_LENGTH,
+                                       max_seq_length))
+        self.max_seq_length = int(max_seq_length)
+        self.tokenizer = on_device_tokenizer.OnDeviceTokenizer(
+            spm_model_proto, do_lower_case)
+
+    def encode(self, text, text_b=None):
+        first = self.tokenizer.tokenize(text)
+        second = None if text_b is None else self.tokenizer.tokenize(text_b)
+        return pack(first, second, self.max_seq_length)
+
+
+def pack(first, second, seq_length):
+    """`preprocessing.pack_segments` with `pad_to_longest`, in int32.
+
+    LiteRT's integer division and range ops take int32, not the int64 of
+    the ragged row splits; tests check that both packings agree.
+
+    Args:
+        first: int32 ragged `[B, (n)]` ids.
+        second: the same, or None.
+        seq_length: T at most (a Python int, at least 3).
+
+    Returns:
+        The dict of int32 `[B, T]` encoder inputs.
+    """
+    first_starts = tf.cast(first.row_splits[:-1], tf.int32)  # [B]
+    first_lengths = tf.cast(first.row_lengths(), tf.int32)
+    first_values = first.flat_values
+    if second is None:
+        second_starts = tf.zeros_like(first_starts)
+        second_lengths = tf.zeros_like(first_lengths)
+        second_values = tf.zeros([0], tf.int32)
+    else:
+        second_starts = tf.cast(second.row_splits[:-1], tf.int32)
+        second_lengths = tf.cast(second.row_lengths(), tf.int32)
+        second_values = second.flat_values
+    has_second = tf.minimum(second_lengths, 1)
+    budget = seq_length - 2 - has_second
+    keep_first = tf.minimum(first_lengths, tf.maximum(
+        budget - second_lengths, (budget + 1) // 2))
+    keep_second = tf.minimum(second_lengths, budget - keep_first)
+    packed = 2 + keep_first + keep_second + has_second  # [B]
+    multiple = preprocessing.LENGTH_MULTIPLE
+    longest = tf.maximum(tf.reduce_max(tf.concat([packed, [1]], 0)), 1)
+    width = tf.minimum(seq_length, (longest + multiple - 1) // multiple
+                       * multiple)
+    j = tf.range(width)[tf.newaxis, :]  # [1, T]
+    keep_first = keep_first[:, tf.newaxis]  # [B, 1]
+    second_start = keep_first + 2
+    second_end = second_start + keep_second[:, tf.newaxis]
+    in_first = (j >= 1) & (j <= keep_first)  # [B, T]
+    in_second = (j >= second_start) & (j < second_end)
+    is_sep = (j == keep_first + 1) | (
+        (j == second_end) & (has_second[:, tf.newaxis] > 0))
+    mask = j < packed[:, tf.newaxis]
+
+    def gathered(values, index, valid):
+        padded = tf.concat([values, [preprocessing.PAD_ID]], axis=0)
+        outside = tf.zeros_like(index) + tf.shape(values)[0]
+        return tf.gather(padded, tf.where(valid, index, outside))
+
+    word_ids = tf.where(
+        in_first,
+        gathered(first_values, first_starts[:, tf.newaxis] + j - 1, in_first),
+        gathered(second_values, second_starts[:, tf.newaxis] + j
+                 - second_start, in_second))
+    word_ids = tf.where(is_sep, preprocessing.SEP_ID, word_ids)
+    word_ids = tf.where(j == 0, preprocessing.CLS_ID, word_ids)
+    ones = tf.ones_like(word_ids)
+    zeros = tf.zeros_like(word_ids)
+    # Selects of int32 values, not casts of bools: the converter folds
+    # Keras' negative-index check on a cast bool into a bool op LiteRT
+    # lacks.
+    return {
+        "input_word_ids": word_ids,
+        "input_mask": tf.where(mask, ones, zeros),
+        "input_type_ids": tf.where((j >= second_start) & mask, ones, zeros),
+    }
+
+
+def _encoder_call(encoder, inputs):
+    return encoder(inputs, training=False)
+
+
+def _convert(function, quantization):
+    """Converts a `tf.function` to `.tflite` bytes (signature
+    `serving_default`, its inputs and outputs named as the function's)."""
+    concrete = function.get_concrete_function()
+    # Weights become constants (the converter keeps Keras' variables as
+    # resource variables, left uninitialized and not quantized).
+    frozen = convert_to_constants.convert_variables_to_constants_v2(concrete)
+    names = sorted(concrete.structured_outputs)
+
+    @tf.function(autograph=False,
+                 input_signature=concrete.structured_input_signature[0])
+    def named(*inputs):
+        return dict(zip(names, frozen(*inputs)))
+
+    root = tf.Module()
+    root.serving_default = named
+    converter = tf.lite.TFLiteConverter.from_concrete_functions(
+        [named.get_concrete_function()], root)
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    converter.allow_custom_ops = True
+    if quantization != "float32":
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    if quantization == "float16":
+        converter.target_spec.supported_types = [tf.float16]
+    return converter.convert()
+
+
+def encoder_model(encoder, spm_model_proto, max_seq_length=128,
+                  do_lower_case=True, quantization="int8"):
+    """The text-in encoder as `.tflite` bytes (see the module docstring).
+
+    Args:
+        encoder: an `AlbertEncoder` with its weights.
+        spm_model_proto: its serialized SentencePiece model.
+        max_seq_length: longer text is trimmed to this many tokens.
+        do_lower_case: as the vocabulary was built.
+        quantization: one of `QUANTIZATIONS`.
+
+    Returns:
+        The model (`bytes`).
+    """
+    check_quantization(quantization)
+    inputs = _TextInputs(spm_model_proto, max_seq_length, do_lower_case)
+
+    @tf.function(autograph=False, input_signature=[_STRINGS])
+    def serving_default(text):
+        outputs = _encoder_call(encoder, inputs.encode(text))
+        return {"pooled_output": tf.cast(outputs["pooled_output"],
+                                         tf.float32)}
+
+    return _convert(serving_default, quantization)
+
+
+def classifier_model(model, spm_model_proto, labels, max_seq_length=128,
+                     do_lower_case=True, quantization="int8"):
+    """A fine-tuned `AlbertClassifier` as `.tflite` bytes.
+
+    Args:
+        model: the `AlbertClassifier`.
+        spm_model_proto: its serialized SentencePiece model.
+        labels: label names, one per class.
+        max_seq_length: T at most (pairs are trimmed round robin).
+        do_lower_case: as in training.
+        quantization: one of `QUANTIZATIONS`.
+
+    Returns:
+        The model (`bytes`).
+
+    Raises:
+        ValueError: `labels` does not name each class, or a bad
+            `quantization`.
+    """
+    check_quantization(quantization)
+    if labels is None or len(labels) != model.num_classes:
+        raise ValueError(f"One label per class is needed ({model.num_classes}). "
+                         f"Received: labels={labels!r}")
+    inputs = _TextInputs(spm_model_proto, max_seq_length, do_lower_case)
+    names = tf.constant([str(label) for label in labels])
+
+    @tf.function(autograph=False, input_signature=[_STRINGS, _STRINGS])
+    def serving_default(text, text_b):
+        logits = _logits(model, inputs.encode(text, text_b))
+        label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        return {"probabilities": tf.nn.softmax(logits, axis=-1),
+                "label_id": label_id,
+                "label": tf.gather(names, label_id)}
+
+    return _convert(serving_default, quantization)
+
+
+def _logits(model, inputs):
+    """The classifier's logits `[B, C]`, its head as one multiply-and-sum
+    per class rather than a matmul: int8 conversion quantizes matmul
+    weights only, so the head (a tiny share of the weights) stays float32
+    and labels the encoder nearly ties are not flipped by it."""
+    pooled = tf.cast(model.encoder(inputs, training=False)["pooled_output"],
+                     tf.float32)  # [B, H]
+    kernel = tf.cast(model.head.dense.kernel, tf.float32)  # [H, C]
+    bias = tf.cast(model.head.dense.bias, tf.float32)  # [C]
+    columns = [tf.reduce_sum(pooled * kernel[:, c], axis=-1)
+               for c in range(model.num_classes)]
+    return tf.stack(columns, axis=-1) + bias  # [B, C]
+
+
+def write_model(model_bytes, path):
+    """Writes a `.tflite` file atomically (a hidden name, then a rename)."""
+    folder = os.path.dirname(path)
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    safe_io.write_atomically(path, model_bytes)
+    return path
+
+
+def litert_folder(export_dir, model_name, version):
+    """`<export_dir>/<model_name>_litert/<version>`."""
+    return os.path.join(export_dir, model_name + LITERT_SUFFIX, str(version))
+
+
+def export_encoder(encoder, spm_model_proto, folder, max_seq_length=128,
+                   do_lower_case=True, quantization="int8"):
+    """Writes `folder/encoder.tflite`; returns its path."""
+    return write_model(
+        encoder_model(encoder, spm_model_proto, max_seq_length, do_lower_case,
+                      quantization), os.path.join(folder, ENCODER_FILE))
+
+
+def export_classifier(model, spm_model_proto, labels, folder,
+                      max_seq_length=128, do_lower_case=True,
+                      quantization="int8"):
+    """Writes `folder/classifier.tflite`; returns its path."""
+    return write_model(
+        classifier_model(model, spm_model_proto, labels, max_seq_length,
+                         do_lower_case, quantization),
+        os.path.join(folder, CLASSIFIER_FILE))
+
+
+def export_from_checkpoint(export_options, version, quantization="int8"):
+    """Writes the text-in encoder of `python -m export.export_saved_model
+    --format=litert`.
+
+    Args:
+        export_options: the program's `export.options.ExportOptions`.
+        version: the version folder name the SavedModels got.
+        quantization: one of `QUANTIZATIONS`.
+
+    Returns:
+        The path of `encoder.tflite`.
+    """
+    from albert_tf.config import AlbertConfig
+    from albert_tf.models.pretrainer import AlbertPretrainer
+    from albert_tf.training import checkpoint as checkpoint_lib
+
+    config = AlbertConfig.from_json_file(export_options.albert_config_file)
+    pretrainer = AlbertPretrainer(config)
+    checkpoint_lib.restore_model(pretrainer, export_options.checkpoint)
+    with tf.io.gfile.GFile(export_options.spm_model_file, "rb") as f:
+        spm_model_proto = f.read()
+    folder = litert_folder(export_options.export_dir, export_options.model_name,
+                           version)
+    return export_encoder(pretrainer.encoder, spm_model_proto, folder,
+                          export_options.max_seq_length,
+                          export_options.do_lower_case, quantization)

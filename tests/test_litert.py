@@ -1,0 +1,193 @@
+"""Tests for export/litert.py: text-in `.tflite` models agree with the
+SavedModels of the same weights, run in LiteRT's interpreter with
+tensorflow-text's ops, and answer bad input."""
+
+import numpy as np
+import pytest
+
+from export import options
+
+_HARD = ["", "CAFÉ Naïve ÜBER", "In 1990, 3,000 people; 12,5 and 7,",
+         "word " * 400]
+_INVALID = b"\xff\xfe broken \xc3("
+
+
+def test_quantizations_are_the_flag_choices():
+    from export import litert
+
+    assert litert.QUANTIZATIONS == options.LITERT_QUANTIZATIONS
+    assert options.ExportOptions.__dataclass_fields__[
+        "litert_quantization"].default == "int8"
+    with pytest.raises(ValueError, match="Received: quantization='int4'"):
+        litert.check_quantization("int4")
+
+
+def test_packing_in_int32_is_the_saved_models_packing():
+    import tensorflow as tf
+
+    from albert_tf.layers import preprocessing
+    from export import litert
+
+    rng = np.random.default_rng(0)
+    for seq_length in (3, 8, 13, 32):
+        for pairs in (False, True):
+            rows = [rng.integers(5, 50, rng.integers(0, 40)).tolist()
+                    for _ in range(6)]
+            first = tf.ragged.constant(rows, dtype=tf.int32)
+            second = tf.ragged.constant(
+                [rng.integers(5, 50, rng.integers(0, 30)).tolist()
+                 for _ in range(6)], dtype=tf.int32) if pairs else None
+            got = litert.pack(first, second, seq_length)
+            want = preprocessing.pack_segments(first, second, seq_length,
+                                               pad_to_longest=True)
+            for name, value in want.items():
+                np.testing.assert_array_equal(got[name], value, name)
+
+
+def _runner(model_bytes, threads=1):
+    from ai_edge_litert import interpreter as litert
+    from tensorflow_text import tflite_registrar
+
+    interpreter = litert.InterpreterWithCustomOps(
+        custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS,
+        model_content=model_bytes, num_threads=threads)
+    return interpreter.get_signature_runner("serving_default")
+
+
+def _strings(texts):
+    return np.array(list(texts), dtype=object)
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """A tiny random ALBERT and a classifier on it, as `.tflite` (each
+    quantization) and as float32 SavedModels."""
+    import sentencepiece as spm
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+
+    from albert_tf import AlbertClassifier
+    from albert_tf import AlbertConfig
+    from albert_tf import AlbertPretrainer
+    from data_prep import vocab
+    from export import finetuned_exports
+    from export import litert
+    from export import pretrained_export
+
+    texts = [f"Sentence {i}: the café sold {i * 7 % 13} cakes, {i},{i}00 of "
+             "them to ÜBER people." for i in range(300)]
+    proto = vocab.model_from_texts(texts, 300)
+    root = tmp_path_factory.mktemp("litert")
+    spm_path = root / "spm.model"
+    spm_path.write_bytes(proto)
+    config = AlbertConfig.from_preset("tiny", vocab_size=300,
+                                      num_hidden_layers=2,
+                                      max_position_embeddings=64)
+    pretrainer = AlbertPretrainer(config)
+    classifier = AlbertClassifier(pretrainer.encoder, num_classes=3)
+    rng = np.random.default_rng(7)
+    for v in pretrainer.weights + classifier.weights:
+        v.assign(rng.normal(scale=0.2, size=v.shape).astype("float32"))
+    labels = ["neg", "neutral", "pos"]
+    encoder = {q: litert.encoder_model(pretrainer.encoder, proto, 32,
+                                       quantization=q)
+               for q in litert.QUANTIZATIONS}
+    classifier_int8 = litert.classifier_model(classifier, proto, labels, 32)
+    serving = pretrained_export.export_pretrainer(
+        pretrainer, proto, str(root / "serving"), max_seq_length=32,
+        save_keras=False)["serving"]
+    saved_classifier = finetuned_exports.export_classifier(
+        classifier, str(spm_path), str(root / "classifier"), labels=labels,
+        max_seq_length=32)
+    held_out = [f"Held out {i}: {i * 11 % 97} café Zürich, ÉCOLE {i},5"
+                for i in range(200)]
+    return {"encoder": encoder, "classifier": classifier_int8,
+            "serving": tf.saved_model.load(serving).signatures,
+            "saved_classifier": tf.saved_model.load(
+                saved_classifier).signatures,
+            "held_out": held_out, "labels": labels,
+            "sp_model": spm.SentencePieceProcessor(model_proto=proto)}
+
+
+@pytest.mark.slow
+def test_only_the_tokenizer_is_a_custom_op_and_no_tensorflow_op(models):
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    for model_bytes in list(models["encoder"].values()) + [models["classifier"]]:
+        model = flatbuffer_utils.read_model_from_bytearray(
+            bytearray(model_bytes))
+        custom = {code.customCode.decode() for code in model.operatorCodes
+                  if code.customCode}
+        assert custom == {"TFText>FastSentencepieceTokenize"}, custom
+
+
+@pytest.mark.slow
+def test_int8_is_the_smallest_and_float32_the_largest(models):
+    sizes = {q: len(b) for q, b in models["encoder"].items()}
+    assert sizes["int8"] < sizes["float16"] < sizes["float32"], sizes
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("quantization", ["float32", "float16", "int8"])
+def test_pooled_output_agrees_with_the_saved_model(models, quantization):
+    import tensorflow as tf
+
+    run = _runner(models["encoder"][quantization])
+    texts = models["held_out"] + _HARD
+    want = models["serving"]["serving_single"](
+        text=tf.constant(texts))["pooled_output"].numpy()
+    for text, reference in zip(texts, want):
+        got = run(text=_strings([text]))["pooled_output"][0]
+        cosine = got @ reference / (np.linalg.norm(got)
+                                    * np.linalg.norm(reference))
+        assert cosine >= 0.99, (quantization, text, cosine)
+    batch = run(text=_strings(texts[:5]))["pooled_output"]
+    np.testing.assert_allclose(batch, want[:5], atol=0.05)
+
+
+@pytest.mark.slow
+def test_classifier_labels_agree_with_the_saved_model(models):
+    import tensorflow as tf
+
+    run = _runner(models["classifier"])
+    texts = models["held_out"]
+    pairs = texts[1:] + texts[:1]
+    saved = models["saved_classifier"]["serving_default"]
+    for text_b in ([""] * len(texts), pairs):
+        want = saved(text=tf.constant(texts), text_b=tf.constant(text_b))
+        got = [run(text=_strings([a]), text_b=_strings([b]))
+               for a, b in zip(texts, text_b)]
+        same = np.mean([int(g["label_id"][0]) == int(w) for g, w in
+                        zip(got, want["label_id"].numpy())])
+        assert same >= 0.995, same
+        assert got[0]["label"][0].decode() in models["labels"]
+        np.testing.assert_allclose(got[0]["probabilities"][0].sum(), 1.0,
+                                   rtol=1e-5)
+
+
+@pytest.mark.slow
+def test_bad_input_gets_an_answer(models):
+    encode = _runner(models["encoder"]["int8"], threads=2)
+    classify = _runner(models["classifier"])
+    for text in ["", "word " * 2000, _INVALID, "\x00", " \t\n "]:
+        pooled = encode(text=_strings([text]))["pooled_output"]
+        assert pooled.shape == (1, 32) and np.all(np.isfinite(pooled))
+        out = classify(text=_strings([text]), text_b=_strings([_INVALID]))
+        assert np.all(np.isfinite(out["probabilities"]))
+    # An empty batch is refused by the interpreter (a Python error, the
+    # process goes on).
+    with pytest.raises(RuntimeError):
+        encode(text=_strings([]))
+    assert encode(text=_strings(["ok"]))["pooled_output"].shape == (1, 32)
+
+
+def test_classifier_needs_one_label_per_class():
+    from albert_tf import AlbertClassifier
+    from albert_tf import AlbertConfig
+    from albert_tf import AlbertEncoder
+    from export import litert
+
+    model = AlbertClassifier(AlbertEncoder(AlbertConfig.from_preset("tiny")),
+                             num_classes=2)
+    with pytest.raises(ValueError, match="Received: labels=\\['a'\\]"):
+        litert.classifier_model(model, b"", ["a"])
