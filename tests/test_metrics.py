@@ -84,3 +84,94 @@ def test_squad_v2_evaluation_and_threshold_search():
     assert result["best_exact_thresh"] == 0.1
     assert result["best_f1"] == pytest.approx(100 * (8 / 3) / 3)
     assert result["best_f1_thresh"] == 0.6
+
+
+# --- Against a transcription of the official evaluation scripts ---------
+
+def _official():
+    from benchmarks import finetune_parity
+
+    return finetune_parity
+
+
+def _qa(qid, *answers):
+    return {"id": qid, "question": "?",
+            "answers": [{"text": t, "answer_start": 0} for t in answers]}
+
+
+def _v1_dataset():
+    return [{"paragraphs": [{"context": "...", "qas": [
+        _qa("a", "Paris", "Paris, France"),
+        _qa("b", "the blue sky", "sky"),
+        _qa("c", "The"),  # normalizes to nothing
+        _qa("d", "1,000 people"),
+        _qa("e", "Denver Broncos"),
+        _qa("f", "an apple a day"),
+    ]}]}]
+
+
+V1_PREDICTIONS = [
+    {"a": "paris", "b": "blue", "c": "", "d": "1000 people", "e": "Broncos",
+     "f": "apple day"},
+    {"a": "Paris France!", "b": "The Sky.", "c": "a", "d": "people",
+     "e": "denver  broncos"},  # f missing: scores 0
+    {"a": "", "b": "", "c": "the", "d": "", "e": "", "f": ""},
+]
+
+
+@pytest.mark.parametrize("predictions", V1_PREDICTIONS)
+def test_squad_v1_matches_the_official_script(predictions):
+    official = _official().official_squad_v1(_v1_dataset(), predictions)
+    ours = metrics.squad_evaluate(_v1_dataset(), predictions)
+    assert ours["exact"] == pytest.approx(official["exact_match"])
+    assert ours["f1"] == pytest.approx(official["f1"])
+
+
+def _v2_dataset():
+    return [{"paragraphs": [{"context": "...", "qas": [
+        _qa("a", "Paris", "Paris, France"),
+        {"id": "b", "question": "?", "answers": [], "is_impossible": True},
+        _qa("c", "blue sky"),
+        {"id": "d", "question": "?", "answers": [], "is_impossible": True},
+        _qa("e", "the"),  # answerable, but its only answer normalizes to ""
+        _qa("f", "Denver Broncos", "Broncos"),
+    ]}]}]
+
+
+V2_CASES = [
+    # predictions, no-answer probabilities (ties included), threshold
+    ({"a": "paris", "b": "rome", "c": "sky", "d": "", "e": "", "f": "denver"},
+     {"a": 0.1, "b": 0.8, "c": 0.6, "d": 0.6, "e": 0.3, "f": 0.2}, 1.0),
+    ({"a": "paris", "b": "rome", "c": "sky", "d": "", "e": "", "f": "denver"},
+     {"a": 0.1, "b": 0.8, "c": 0.6, "d": 0.6, "e": 0.3, "f": 0.2}, 0.5),
+    ({"a": "", "b": "", "c": "", "d": "", "e": "a", "f": ""},
+     {"a": 0.5, "b": 0.5, "c": 0.5, "d": 0.5, "e": 0.5, "f": 0.5}, 0.4),
+    ({"a": "France", "b": "x", "c": "blue sky", "d": "y", "e": "the",
+      "f": "broncos"},
+     {"d": 0.9, "c": 0.2, "b": 0.2, "a": 0.7, "f": 0.0, "e": 0.4}, 0.3),
+]
+
+
+@pytest.mark.parametrize("predictions,na_probs,threshold", V2_CASES)
+def test_squad_v2_matches_the_official_script(predictions, na_probs,
+                                              threshold):
+    official = _official().official_squad_v2(_v2_dataset(), predictions,
+                                             na_probs, threshold)
+    ours = metrics.squad_evaluate(_v2_dataset(), predictions, na_probs,
+                                  threshold)
+    assert set(official) <= set(ours)
+    for key, value in official.items():
+        assert ours[key] == pytest.approx(value), key
+
+
+def test_squad_v2_without_probabilities_matches_the_official_script():
+    predictions = V2_CASES[0][0]
+    official = _official().official_squad_v2(_v2_dataset(), predictions)
+    ours = metrics.squad_evaluate(_v2_dataset(), predictions)
+    for key, value in official.items():
+        assert ours[key] == pytest.approx(value), key
+
+
+def test_squad_version_is_checked():
+    with pytest.raises(ValueError, match="Received: version='3'"):
+        metrics.squad_evaluate(_v1_dataset(), {}, version="3")

@@ -124,11 +124,19 @@ def exact_match(prediction, gold):
     return int(normalize_answer(prediction) == normalize_answer(gold))
 
 
-def token_f1(prediction, gold):
-    """Bag-of-tokens F1 of the normalized texts (1 if both are empty)."""
+def token_f1(prediction, gold, empty_match=True):
+    """Bag-of-tokens F1 of the normalized texts.
+
+    Args:
+        prediction: the predicted text.
+        gold: a gold answer.
+        empty_match: the v2.0 script's rule, 1 when both normalize to
+            nothing (0 when only one does); False: the v1.1 script's, 0
+            whenever no token is shared.
+    """
     pred_tokens = normalize_answer(prediction).split()
     gold_tokens = normalize_answer(gold).split()
-    if not pred_tokens or not gold_tokens:
+    if empty_match and (not pred_tokens or not gold_tokens):
         return float(pred_tokens == gold_tokens)
     common = collections.Counter(pred_tokens) & collections.Counter(gold_tokens)
     same = sum(common.values())
@@ -139,7 +147,9 @@ def token_f1(prediction, gold):
     return 2 * precision * recall / (precision + recall)
 
 
-def _gold_answers(question):
+def _gold_answers(question, version):
+    if version == "1.1":
+        return [a["text"] for a in question.get("answers", [])]
     golds = [a["text"] for a in question.get("answers", [])
              if normalize_answer(a["text"])]
     return golds or [""]  # an unanswerable question's only answer is ""
@@ -151,7 +161,9 @@ def _best_threshold(predictions, raw_scores, na_probs, has_answer):
     # in order of rising no-answer probability.
     score = best = sum(1 for q in raw_scores if not has_answer[q])
     threshold = 0.0
-    for qid in sorted(raw_scores, key=lambda q: na_probs[q]):
+    # In the order of the no-answer probabilities' own keys, as the script
+    # sorts them (ties keep that order).
+    for qid in sorted(na_probs, key=lambda q: na_probs[q]):
         if has_answer[qid]:
             score += raw_scores[qid]
         elif predictions[qid]:
@@ -161,8 +173,16 @@ def _best_threshold(predictions, raw_scores, na_probs, has_answer):
     return 100.0 * best / len(raw_scores), threshold
 
 
-def squad_evaluate(dataset, predictions, na_probs=None, na_prob_thresh=1.0):
-    """SQuAD v1.1 / v2.0 evaluation.
+def squad_evaluate(dataset, predictions, na_probs=None, na_prob_thresh=1.0,
+                   version=None):
+    """SQuAD v1.1 / v2.0 evaluation, as the official scripts score.
+
+    v1.1 takes the best over every gold answer and an F1 of 0 when no token
+    is shared; v2.0 drops gold answers that normalize to nothing (an
+    unanswerable question's only answer is then ""), gives an F1 of 1 when
+    prediction and gold both normalize to nothing, and calls a question
+    answerable when its `answers` list is not empty. A missing prediction
+    scores 0 (v1.1's rule; the v2.0 script requires every prediction).
 
     Args:
         dataset: the `data` list of a SQuAD JSON file (articles with
@@ -173,6 +193,8 @@ def squad_evaluate(dataset, predictions, na_probs=None, na_prob_thresh=1.0):
             With it, a question whose probability exceeds `na_prob_thresh` is
             taken as unanswered, and the best thresholds are searched.
         na_prob_thresh: the threshold applied to `na_probs`.
+        version: "1.1", "2.0", or None: "2.0" when `na_probs` is given or a
+            question has no answer, else "1.1".
 
     Returns:
         A dict with `exact`, `f1` (percent) and `total`; `HasAns_*` /
@@ -180,20 +202,28 @@ def squad_evaluate(dataset, predictions, na_probs=None, na_prob_thresh=1.0):
         `best_exact`, `best_exact_thresh`, `best_f1`, `best_f1_thresh` when
         `na_probs` is given.
     """
+    questions = [question for article in dataset
+                 for paragraph in article["paragraphs"]
+                 for question in paragraph["qas"]]
+    if version is None:
+        version = ("2.0" if na_probs is not None
+                   or any(not q.get("answers") for q in questions) else "1.1")
+    if version not in ("1.1", "2.0"):
+        raise ValueError('version must be "1.1", "2.0" or None. '
+                         f"Received: version={version!r}")
     exact_scores, f1_scores, has_answer = {}, {}, {}
-    for article in dataset:
-        for paragraph in article["paragraphs"]:
-            for question in paragraph["qas"]:
-                qid = question["id"]
-                golds = _gold_answers(question)
-                has_answer[qid] = golds != [""]
-                prediction = predictions.get(qid)
-                if prediction is None:
-                    exact_scores[qid] = f1_scores[qid] = 0.0
-                    continue
-                exact_scores[qid] = float(max(exact_match(prediction, g)
-                                              for g in golds))
-                f1_scores[qid] = max(token_f1(prediction, g) for g in golds)
+    for question in questions:
+        qid = question["id"]
+        golds = _gold_answers(question, version)
+        has_answer[qid] = bool(question.get("answers"))
+        prediction = predictions.get(qid)
+        if prediction is None or not golds:
+            exact_scores[qid] = f1_scores[qid] = 0.0
+            continue
+        exact_scores[qid] = float(max(exact_match(prediction, g)
+                                      for g in golds))
+        f1_scores[qid] = max(token_f1(prediction, g, version == "2.0")
+                             for g in golds)
     if not exact_scores:
         raise ValueError("The SQuAD dataset holds no questions. Received: 0")
 
@@ -222,7 +252,8 @@ def squad_evaluate(dataset, predictions, na_probs=None, na_prob_thresh=1.0):
                 result[f"{prefix}_exact"], result[f"{prefix}_f1"] = summary(group)
                 result[f"{prefix}_total"] = len(group)
     if na_probs is not None:
-        probs = {q: na_probs.get(q, 0.0) for q in qids}
+        probs = {q: p for q, p in na_probs.items() if q in exact_scores}
+        probs.update({q: 0.0 for q in qids if q not in probs})
         preds = {q: predictions.get(q, "") for q in qids}
         result["best_exact"], result["best_exact_thresh"] = _best_threshold(
             preds, exact_scores, probs, has_answer)

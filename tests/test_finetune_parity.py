@@ -1,0 +1,232 @@
+"""benchmarks.finetune_parity: its pieces, and a short run against PyTorch."""
+
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+from benchmarks import finetune_parity as parity
+
+
+def _torch_or_skip():
+    """PyTorch and transformers, or a skip; in CI they must be there."""
+    if os.environ.get("CI"):
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+        return
+    pytest.importorskip("torch", reason="PyTorch is not installed "
+                        "(pip install -r requirements-peers.txt)")
+    pytest.importorskip("transformers", reason="transformers is not "
+                        "installed (pip install -r requirements-peers.txt)")
+
+
+def test_welch_interval_and_verdicts():
+    # t(0.975, df=8) = 2.306; equal variances and sizes: df = 2n - 2.
+    assert parity._t_quantile(8) == pytest.approx(2.306, abs=1e-3)
+    assert parity._t_quantile(4) == pytest.approx(2.776, abs=1e-3)
+    a, b = [80.0, 81.0, 82.0, 83.0, 84.0], [79.0, 80.0, 81.0, 82.0, 83.0]
+    diff, low, high = parity.welch_interval(a, b)
+    half = 2.306 * math.sqrt(2 * 2.5 / 5)
+    assert diff == pytest.approx(1.0)
+    assert (low, high) == pytest.approx((1.0 - half, 1.0 + half), abs=1e-3)
+    assert parity.verdict(-0.4, 0.6) == "same within noise"
+    assert parity.verdict(-1.5, 0.6) == "can't tell"
+    assert parity.verdict(0.2, 3.0) == "differs"
+    assert parity.verdict(-3.0, -0.2) == "differs"
+    # Identical results: a zero-width interval.
+    assert parity.welch_interval([50, 50], [50, 50]) == (0.0, 0.0, 0.0)
+
+
+def test_cosine_and_relative_difference():
+    assert parity.cosine([1, 0], [0, 1]) == 0.0
+    assert parity.cosine([1, 2], [2, 4]) == pytest.approx(1.0)
+    assert parity.cosine([0, 0], [0, 0]) == 1.0
+    np.testing.assert_allclose(parity.relative_difference([1.0, 0.0, 2.0],
+                                                          [1.1, 0.0, 2.0]),
+                               [0.1 / 1.1, 0.0, 0.0])
+
+
+def test_learning_rate_is_the_official_schedule():
+    from albert_tf.training.schedule import WarmupPolynomialDecay
+
+    schedule = WarmupPolynomialDecay(1e-3, num_train_steps=50,
+                                     num_warmup_steps=5)
+    for step in (0, 1, 4, 5, 6, 30, 49, 50, 60):
+        assert parity.official_learning_rate(step, 1e-3, 50, 5) == (
+            pytest.approx(float(schedule(step)), rel=1e-6))
+
+
+def test_decay_exclusions_match_the_optimizer():
+    from albert_tf.training import lamb
+
+    assert lamb.DEFAULT_EXCLUSIONS == parity.DECAY_EXCLUSIONS
+    assert not parity.decays("albert.embeddings.LayerNorm.weight")
+    assert not parity.decays(
+        "albert.encoder.albert_layer_groups.0.albert_layers.0."
+        "full_layer_layer_norm.weight")
+    assert not parity.decays("classifier.bias")
+    assert parity.decays("albert.embeddings.word_embeddings.weight")
+    assert parity.decays("qa_outputs.weight")
+
+
+def test_made_tasks_read_as_glue_and_squad(tmp_path):
+    from albert_tf.tasks import glue
+    from albert_tf.tasks import squad
+
+    data_dir = parity.write_classification_task(str(tmp_path / "sst"),
+                                                max_train=50, max_dev=20)
+    train, _ = glue.read_examples("sst-2", data_dir, "train")
+    dev, _ = glue.read_examples("sst-2", data_dir, "dev")
+    assert len(train) == 50 and len(dev) == 20
+    assert {e.label for e in train} == {"0", "1"}
+    for version_2 in (False, True):
+        train_file, dev_file = parity.write_squad_files(
+            str(tmp_path / f"squad{int(version_2)}"), version_2)
+        examples, skipped = squad.read_examples(train_file, True, version_2)
+        assert not skipped and len(examples) > 100
+        for e in examples:
+            if not e.is_impossible:
+                assert e.context_text[e.start_char:].startswith(e.answer_text)
+                assert "what" in e.question_text.split()
+        assert any(e.is_impossible for e in examples) == version_2
+        assert squad.read_examples(dev_file, False, version_2)[0]
+
+
+def test_options_are_checked(tmp_path, capsys):
+    with pytest.raises(ValueError, match="--task_name and --data_dir"):
+        parity.ParityOptions(str(tmp_path), task_name="rte").validate()
+    with pytest.raises(ValueError, match="--train_file and --predict_file"):
+        parity.ParityOptions(str(tmp_path), train_file="x.json").validate()
+    with pytest.raises(ValueError, match="Received: --steps=0"):
+        parity.ParityOptions(str(tmp_path), steps=0).validate()
+    with pytest.raises(ValueError, match="--parts"):
+        parity.ParityOptions(str(tmp_path), parts=("speed",)).validate()
+    # A bad flag: one line, no traceback, nothing written.
+    out = str(tmp_path / "out")
+    code = parity.main([f"--output_dir={out}", "--train_file=missing.json",
+                        "--predict_file=missing.json"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "No SQuAD file at missing.json" in err
+    assert not os.path.exists(out)
+
+
+def test_tables_name_the_cpu():
+    result = {
+        "cpu": "AMD EPYC (AVX2, 2 cores)",
+        "step_parity": {"classification": {
+            "steps": 200, "max_rel_loss_diff": 2e-7,
+            "min_weight_cosine": 0.99999999, "min_update_cosine": 0.9999}},
+        "features": {"squad_v1.1": {
+            "examples": 10, "ours": 12, "reference": 12, "differences": {},
+            "differing_examples_by_cause": {}}},
+        "outcome": {"classification": parity.outcome_row(
+            "accuracy", [80.0, 81.0, 82.0], [80.5, 81.0, 81.5])},
+    }
+    text = parity.format_tables(result)
+    assert text.startswith("CPU: AMD EPYC (AVX2, 2 cores)")
+    assert "| classification | 200 | 2.00e-07 |" in text
+    assert "| squad_v1.1 | 10 | 12 | 12 | none | none |" in text
+    assert "| classification | accuracy | 81.0 ± 1.0 | 81.0 ± 0.5 | 3 |" in text
+
+
+def _datasets_layout(path, squad_file):
+    """A SQuAD file rewritten as Hugging Face `datasets` JSON Lines."""
+    with open(squad_file) as f:
+        data = json.load(f)["data"]
+    with open(path, "w") as f:
+        for article in data:
+            for p in article["paragraphs"]:
+                for qa in p["qas"]:
+                    f.write(json.dumps({
+                        "id": qa["id"], "title": "t", "context": p["context"],
+                        "question": qa["question"], "answers": {
+                            "text": [a["text"] for a in qa["answers"]],
+                            "answer_start": [a["answer_start"]
+                                             for a in qa["answers"]]}}) + "\n")
+    return path
+
+
+@pytest.mark.slow
+def test_short_run_matches_the_reference(tmp_path):
+    """Step parity of all three tasks, features and a two-seed outcome on
+    files given by flags (an RTE folder, SQuAD in the `datasets` layout)."""
+    _torch_or_skip()
+    rte = tmp_path / "rte"
+    rte.mkdir()
+    sst = parity.write_classification_task(str(tmp_path / "sst"),
+                                           max_train=200, max_dev=100)
+    for split in ("train", "dev"):
+        with open(os.path.join(sst, f"{split}.tsv")) as f:
+            rows = [line.rstrip("\n").split("\t") for line in f][1:]
+        with open(rte / f"{split}.tsv", "w") as f:
+            f.write("index\tsentence1\tsentence2\tlabel\n")
+            for i, (sentence, label) in enumerate(rows):
+                half = len(sentence) // 2
+                f.write(f"{i}\t{sentence[:half]}\t{sentence[half:]}\t"
+                        f"{('entailment', 'not_entailment')[int(label)]}\n")
+    train_file, dev_file = parity.write_squad_files(str(tmp_path / "squad"))
+    train_file = _datasets_layout(str(tmp_path / "train.jsonl"), train_file)
+    dev_file = _datasets_layout(str(tmp_path / "dev.jsonl"), dev_file)
+    out = str(tmp_path / "out")
+    code = parity.main([
+        f"--output_dir={out}", "--task_name=rte", f"--data_dir={rte}",
+        f"--train_file={train_file}", f"--predict_file={dev_file}",
+        "--steps=12", "--seeds=2", "--outcome_steps=20"])
+    assert code == 0
+    with open(os.path.join(out, "parity.json")) as f:
+        result = json.load(f)
+    assert "AVX" in result["cpu"] or "cores" in result["cpu"]
+    assert set(result["step_parity"]) == {"classification", "squad_v1.1"}
+    for row in result["step_parity"].values():
+        assert row["steps"] == 12
+        assert row["max_rel_loss_diff"] < 1e-4
+        assert row["min_weight_cosine"] >= 0.9999
+        assert row["decay_disagreements"] == []
+    features = result["features"]["squad_v1.1"]
+    assert features["ours"] > 0 and features["reference"] > 0
+    assert "unexplained" not in features["differing_examples_by_cause"]
+    for row in result["outcome"].values():
+        assert row["seeds"] == 2
+        assert row["verdict"] in ("same within noise", "can't tell", "differs")
+
+
+@pytest.mark.slow
+def test_official_adamw_in_torch_matches_the_optimizer_here():
+    """The PyTorch side's optimizer against `albert_tf`'s AdamW: warmup,
+    decay, clipping and the decay exclusions, ten steps on one layer."""
+    _torch_or_skip()
+    import keras
+    import tensorflow as tf
+    import torch
+
+    from albert_tf.training import lamb
+
+    rng = np.random.default_rng(0)
+    kernel = rng.normal(size=(4, 3)).astype(np.float32)
+    bias = rng.normal(size=(3,)).astype(np.float32)
+    x = rng.normal(size=(8, 4)).astype(np.float32) * 3
+    layer = keras.layers.Dense(3, name="dense")
+    layer.build((None, 4))
+    layer.set_weights([kernel, bias])
+    optimizer = lamb.create_optimizer("adamw", 1e-2, num_train_steps=10,
+                                      num_warmup_steps=2)
+    theirs = torch.nn.Linear(4, 3)
+    with torch.no_grad():
+        theirs.weight.copy_(torch.tensor(kernel.T))
+        theirs.bias.copy_(torch.tensor(bias))
+    reference = parity.OfficialAdamW(theirs.named_parameters(), 1e-2, 10, 2)
+    for _ in range(10):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.square(layer(x)))  # large: clipped
+        optimizer.apply(tape.gradient(loss, layer.trainable_variables),
+                        layer.trainable_variables)
+        theirs(torch.tensor(x)).square().sum().backward()
+        reference.step()
+    np.testing.assert_allclose(layer.kernel.numpy(),
+                               theirs.weight.detach().numpy().T, rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(layer.bias.numpy(), theirs.bias.detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
