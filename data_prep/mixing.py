@@ -21,6 +21,7 @@ included.
 import numpy as np
 
 from data_prep import filesystems
+from data_prep import protobuf_wire
 
 BLOCKS = 10
 PERMUTATIONS = 4
@@ -29,30 +30,19 @@ _BATCH = 2048
 _SEED = 0x313C5  # The permutations' seed: the measure is a fixed function.
 
 
-def _varint(data, position):
-    value = shift = 0
-    while True:
-        byte = data[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, position
-        shift += 7
-
-
 def _fields(data, start, end):
     """Yields `(field number, payload start, payload end)` of the
     length-delimited fields of a protobuf message (others are skipped)."""
     position = start
     while position < end:
-        tag, position = _varint(data, position)
+        tag, position = protobuf_wire.read_varint(data, position)
         kind = tag & 7
         if kind == 2:
-            length, position = _varint(data, position)
+            length, position = protobuf_wire.read_varint(data, position)
             yield tag >> 3, position, position + length
             position += length
         elif kind == 0:
-            _, position = _varint(data, position)
+            _, position = protobuf_wire.read_varint(data, position)
         elif kind == 5:
             position += 4
         elif kind == 1:
@@ -78,7 +68,7 @@ def _input_ids_payload(data):
             for tag in (0x12, 0x1A, 0x0A):  # Feature, Int64List, packed.
                 if data[position] != tag:
                     break
-                length, position = _varint(data, position + 1)
+                length, position = protobuf_wire.read_varint(data, position + 1)
             else:
                 return data[position:position + length]
         except IndexError:

@@ -24,6 +24,8 @@ vectorized over a batch with numpy: no proto objects are built.
 
 import numpy as np
 
+from data_prep import protobuf_wire
+
 FEATURE_NAMES = (
     "input_ids",
     "input_mask",
@@ -89,14 +91,7 @@ def feature_spec(max_seq_length, max_predictions_per_seq):
 # FloatList { repeated float value = 1 [packed]; }  (little-endian float32)
 
 
-def _varint(value):
-    """Encodes a non-negative int as a protobuf varint."""
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+_varint = protobuf_wire.encode_varint
 
 
 def _entry_header(key, is_float, payload_length):

@@ -39,6 +39,7 @@ import sentencepiece as spm
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from data_prep import protobuf_wire
 from data_prep import text as text_lib
 
 # SentencePiece's ModelProto.normalizer_spec and its NormalizerSpec fields.
@@ -57,41 +58,21 @@ _HANGUL_SYLLABLES = 0xAC00  # LV syllables are every 28th from here.
 _HANGUL_SECOND = list(range(0x1161, 0x1176)) + list(range(0x11A8, 0x11C3))
 
 
-def _varint(data, index):
-    value = shift = 0
-    while True:
-        byte = data[index]
-        index += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return value, index
-
-
-def _encode_varint(value):
-    out = bytearray()
-    while True:
-        low, value = value & 0x7F, value >> 7
-        out.append(low | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
 def _fields(message):
     """`(field number, raw bytes of the field)` of a serialized protobuf."""
     index = 0
     while index < len(message):
         start = index
-        key, index = _varint(message, index)
+        key, index = protobuf_wire.read_varint(message, index)
         wire_type = key & 7
         if wire_type == 0:
-            _, index = _varint(message, index)
+            _, index = protobuf_wire.read_varint(message, index)
         elif wire_type == 1:
             index += 8
         elif wire_type == 5:
             index += 4
         elif wire_type == 2:
-            length, index = _varint(message, index)
+            length, index = protobuf_wire.read_varint(message, index)
             index += length
         else:
             raise ValueError("Not a SentencePiece model: protobuf wire type "
@@ -100,12 +81,13 @@ def _fields(message):
 
 
 def _bytes_field(number, payload):
-    return _encode_varint(number << 3 | 2) + _encode_varint(len(payload)) + payload
+    return (protobuf_wire.encode_varint(number << 3 | 2)
+            + protobuf_wire.encode_varint(len(payload)) + payload)
 
 
 def _field_payload(raw):
-    _, index = _varint(raw, 0)
-    _, index = _varint(raw, index)
+    _, index = protobuf_wire.read_varint(raw, 0)
+    _, index = protobuf_wire.read_varint(raw, index)
     return raw[index:]
 
 

@@ -233,6 +233,10 @@ def _fetch_huggingface(source, check):
         raise FetchError(f"Cannot load {source.reference!r}: fetching from "
                          "Hugging Face needs huggingface_hub (pip install "
                          "huggingface_hub)") from None
+    cached = _hf_cached(huggingface_hub, source)
+    if cached:
+        # Checked when it was downloaded (a copy that failed was removed).
+        return cached
     paths = []
     for name in _HF_FILES:
         try:
@@ -257,6 +261,20 @@ def _fetch_huggingface(source, check):
             f"{_expected(source)}: {_first_line(error)}. Removed from the "
             f"cache: {folder}") from None
     return folder
+
+
+def _hf_cached(huggingface_hub, source):
+    """The snapshot folder when every file is in huggingface_hub's cache
+    (no network asked), else None."""
+    paths = []
+    for name in _HF_FILES:
+        try:
+            paths.append(huggingface_hub.hf_hub_download(
+                source.location, name, revision=source.revision,
+                local_files_only=True))
+        except Exception:  # noqa: BLE001 - not cached, whatever the reason
+            return None
+    return os.path.dirname(paths[0])
 
 
 def _remove_hf_files(paths):

@@ -19,12 +19,14 @@ import contextlib
 import logging
 import os
 
+import numpy as np
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
 from albert_tf.convert import huggingface
 from albert_tf.convert import keras_hub
 from albert_tf.convert import model_cache
+from albert_tf.convert import names
 from albert_tf.convert import released
 from albert_tf.convert import tf1
 from albert_tf.convert import weight_set
@@ -51,7 +53,11 @@ def detect_format(path):
     if not tf.io.gfile.isdir(path):
         if tf.io.gfile.exists(path + ".index"):
             return _checkpoint_format(path)
-        raise FileNotFoundError(f"No model directory or checkpoint at {path!r}")
+        raise FileNotFoundError(
+            f"No model directory or checkpoint at {path!r}, and it is not "
+            "the name of released weights (albert_{base,large,xlarge,"
+            "xxlarge}_{v1,v2}, hf://org/repo, a keras-hub preset, an "
+            "http(s) archive URL)")
     found = _formats_in(path)
     if len(found) > 1:
         # Picking one by precedence could load other weights than the user
@@ -313,8 +319,9 @@ def local_model_path(path, fetch_from=None):
 
 def _check_fetched(folder, source):
     """Raises unless `folder` holds `source`'s release: readable by its
-    converter, with the preset's architecture and parameter count."""
-    model = load_pretrained(folder)
+    converter, with the preset's architecture and parameter count. Reads
+    the tensors only; the model is built once, by the caller's load."""
+    weights = read_weights(folder)
     release = source.release
     if release is None:
         return
@@ -322,11 +329,13 @@ def _check_fetched(folder, source):
     for field in ("vocab_size", "embedding_size", "hidden_size",
                   "num_hidden_layers", "num_attention_heads",
                   "intermediate_size"):
-        got, want = getattr(model.config, field), getattr(expected, field)
+        got, want = getattr(weights.config, field), getattr(expected, field)
         if got != want:
             raise ValueError(f"its config has {field}={got}, {release.name} "
                              f"has {want}")
-    count = model.encoder.count_params()
+    count = sum(int(np.prod(np.shape(value)))
+                for name, value in weights.tensors.items()
+                if names.head_of(name) is None)
     if count != release.num_parameters:
         raise ValueError(f"its encoder has {count:,} parameters, "
                          f"{release.name} has {release.num_parameters:,}")

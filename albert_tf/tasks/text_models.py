@@ -54,7 +54,9 @@ def model_and_spm(encoder_or_path, spm_model):
                              "SentencePiece model: pass spm_model=.")
         return encoder_or_path, spm_model
     if isinstance(encoder_or_path, (str, os.PathLike)):
-        path = os.fspath(encoder_or_path)
+        # Resolved once: a released name is fetched (or found) here, and
+        # the model and its tokenizer are read from the same folder.
+        path = pretrained.local_model_path(os.fspath(encoder_or_path))
         model = pretrained.load_pretrained(path)
         if spm_model is None:
             spm_model = pretrained.spm_model_path(path)
