@@ -1,6 +1,8 @@
 """Text preprocessing and SentencePiece tokenization, with two faces.
 
-ALBERT feeds SentencePiece with text that went through one preprocessing step:
+ALBERT feeds SentencePiece with text that went through one preprocessing step
+(bytes are decoded first, each malformed UTF-8 sequence read as
+`MALFORMED_CHAR`, which becomes `<unk>` inside its word):
 
 1. whitespace is collapsed: runs of whitespace become one space and leading
    and trailing whitespace is removed ("whitespace" is what Python's
@@ -39,10 +41,25 @@ TensorFlow is imported only inside the graph-face functions: data-prep
 worker processes use the Python face and stay free of TensorFlow.
 """
 
+import codecs
 import functools
 import unicodedata
 
 UNDERLINE = "\u2581"  # SentencePiece's word-start marker.
+# What a malformed UTF-8 sequence (each maximal invalid part, as Python's
+# and ICU's "replace" count them) reads as: U+FFFF, a noncharacter, which no
+# vocabulary holds, so it tokenizes as `<unk>` inside its word. SentencePiece
+# on device (tensorflow-text's `FastSentencepieceTokenizer`) does the same
+# with the raw bytes, so both exports give the same ids (docs/on_device.md).
+# U+FFFD would not do: SentencePiece's normalizers make it a space.
+MALFORMED_CHAR = "\uffff"
+
+
+def _malformed_as_char(error):
+    return MALFORMED_CHAR, error.end
+
+
+codecs.register_error("albert_malformed", _malformed_as_char)
 
 
 # Unicode assigns characters only in planes 0-3 and 14 (15-16 are private
@@ -110,14 +127,15 @@ def preprocess_text(text, do_lower_case=True):
     """Preprocesses one line of text (the Python face).
 
     Args:
-        text: a `str`, or UTF-8 `bytes` (invalid sequences become U+FFFD).
+        text: a `str`, or UTF-8 `bytes` (invalid sequences become
+            `MALFORMED_CHAR`).
         do_lower_case: whether to lowercase.
 
     Returns:
         The preprocessed `str` (see the module docstring).
     """
     if isinstance(text, bytes):
-        text = text.decode("utf-8", errors="replace")
+        text = text.decode("utf-8", errors="albert_malformed")
     text = " ".join(text.split())
     text = text.replace("``", '"').replace("''", '"')
     if not text.isascii():
@@ -134,7 +152,8 @@ def preprocess_text_graph(text, do_lower_case=True):
 
     Uses only ops registered by TensorFlow and tensorflow-text, so it works
     inside `tf.function` and in a SavedModel (load it after
-    `import tensorflow_text`). Invalid UTF-8 becomes U+FFFD first.
+    `import tensorflow_text`). Invalid UTF-8 becomes `MALFORMED_CHAR`
+    first.
 
     Args:
         text: a `tf.string` tensor.
@@ -149,7 +168,7 @@ def preprocess_text_graph(text, do_lower_case=True):
     whitespace, combining = regex_classes()
     text = tf.strings.unicode_transcode(
         text, input_encoding="UTF-8", output_encoding="UTF-8",
-        errors="replace", replacement_char=0xFFFD)
+        errors="replace", replacement_char=ord(MALFORMED_CHAR))
     text = tf.strings.regex_replace(text, whitespace + "+", " ")
     text = tf.strings.regex_replace(text, "^ | $", "")
     text = tf.strings.regex_replace(text, "``|''", '"')

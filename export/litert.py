@@ -22,8 +22,8 @@ the SavedModels do, each batch padded to its longest row (at most
 (Flex) is needed. An interpreter must register tensorflow-text's ops:
 `ai_edge_litert.interpreter.InterpreterWithCustomOps(custom_op_registerers=
 tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS, ...)` in Python. Any
-text gets an answer (empty, over-long, invalid UTF-8); an empty batch is
-refused by the interpreter.
+text gets an answer (empty, over-long, invalid UTF-8), and so does an
+empty batch (`[0, ...]` outputs).
 
 fill_mask is not exported: its `[MASK]` marker is found with a string split
 (`tf.strings.split`), which has no LiteRT kernel, and its top-k pieces are
@@ -41,11 +41,11 @@ import tensorflow as tf
 from tensorflow.python.framework import convert_to_constants
 
 from albert_tf.layers import preprocessing
+from albert_tf.tasks.options import LITERT_QUANTIZATIONS
 from data_prep import safe_io
 from export import on_device_tokenizer
-from export import options
 
-QUANTIZATIONS = options.LITERT_QUANTIZATIONS
+QUANTIZATIONS = LITERT_QUANTIZATIONS
 ENCODER_FILE = "encoder.tflite"
 CLASSIFIER_FILE = "classifier.tflite"
 LITERT_SUFFIX = "_litert"
@@ -154,6 +154,19 @@ def pack(first, second, seq_length):
     }
 
 
+def _at_least_one_row(inputs):
+    """Packed `inputs` with a row of padding appended when the batch is
+    empty, and the batch size: LiteRT's kernels refuse zero-sized tensors
+    (`UNPACK` in the encoder), so an empty batch runs one padding row and
+    the outputs are cut back to `[0, ...]`. (Strings cannot be padded:
+    LiteRT concatenates numbers only.)"""
+    size = tf.shape(inputs["input_word_ids"])[0]
+    filler = tf.zeros([tf.maximum(1 - size, 0),
+                       tf.shape(inputs["input_word_ids"])[1]], tf.int32)
+    return {name: tf.concat([value, filler], 0)
+            for name, value in inputs.items()}, size
+
+
 def _encoder_call(encoder, inputs):
     return encoder(inputs, training=False)
 
@@ -204,9 +217,10 @@ def encoder_model(encoder, spm_model_proto, max_seq_length=128,
 
     @tf.function(autograph=False, input_signature=[_STRINGS])
     def serving_default(text):
-        outputs = _encoder_call(encoder, inputs.encode(text))
+        packed, size = _at_least_one_row(inputs.encode(text))
+        outputs = _encoder_call(encoder, packed)
         return {"pooled_output": tf.cast(outputs["pooled_output"],
-                                         tf.float32)}
+                                         tf.float32)[:size]}
 
     return _convert(serving_default, quantization)
 
@@ -239,7 +253,8 @@ def classifier_model(model, spm_model_proto, labels, max_seq_length=128,
 
     @tf.function(autograph=False, input_signature=[_STRINGS, _STRINGS])
     def serving_default(text, text_b):
-        logits = _logits(model, inputs.encode(text, text_b))
+        packed, size = _at_least_one_row(inputs.encode(text, text_b))
+        logits = _logits(model, packed)[:size]
         label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
         return {"probabilities": tf.nn.softmax(logits, axis=-1),
                 "label_id": label_id,

@@ -2,7 +2,7 @@
 the SentencePiece model's own normalizer (see docs/on_device.md).
 
 The SavedModels tokenize in three steps (`data_prep.text`): preprocessing
-with TensorFlow string ops (invalid UTF-8 to U+FFFD, whitespace collapsed,
+with TensorFlow string ops (malformed UTF-8 to U+FFFF, whitespace collapsed,
 "``" and "''" to '"', NFKD, combining marks dropped, lowercasing), then
 SentencePiece with the model's normalizer (NFKC for the released models),
 then the official rule that splits a piece ending in a digit and a comma.
@@ -26,9 +26,10 @@ The string ops have no LiteRT kernels; tensorflow-text's
    split into (itself for nearly all).
 
 `OnDeviceTokenizer` runs both in the graph; tests/test_on_device_tokenizer.py
-checks its ids against the SavedModel preprocessor's. Invalid UTF-8 is the
-main difference: SentencePiece maps each malformed byte to `<unk>`, where
-the SavedModel's U+FFFD becomes a word break (`INVALID_UTF8_NOTE`).
+checks its ids against the SavedModel preprocessor's. Malformed UTF-8 needs
+no rule (none could be keyed by it): SentencePiece here keeps the raw bytes,
+which no piece matches, so a malformed run is one `<unk>` inside its word,
+as the SavedModel's U+FFFF is (`data_prep.text.MALFORMED_CHAR`).
 """
 
 import functools
@@ -49,9 +50,6 @@ _SPEC_FLAGS = (3, 4, 5)  # add_dummy_prefix, remove_extra_whitespaces,
 #                          escape_whitespaces: kept from the model.
 NORMALIZER_NAME = "albert_on_device"
 _SIGMA = "\u03a3"
-INVALID_UTF8_NOTE = (
-    "A malformed UTF-8 byte becomes <unk> on device, a word break in the "
-    "SavedModels (which read it as U+FFFD).")
 # Hangul: leading consonants and vowels compose with what follows.
 _HANGUL_FIRST = list(range(0x1100, 0x1113)) + list(range(0x1161, 0x1176))
 _HANGUL_SYLLABLES = 0xAC00  # LV syllables are every 28th from here.

@@ -7,15 +7,14 @@ before TensorFlow loads; the work is `export.pretrained_export`.
 import dataclasses
 from typing import Optional
 
+from albert_tf.tasks.options import EXPORT_FORMATS
+from albert_tf.tasks.options import litert_quantization_option
 from albert_tf.tasks.options import serving_dtype_option
 from data_prep.flag_options import option
 
 # `albert_tf.layers.preprocessing.SERVING_SHAPES` (tests check they agree;
 # that module imports TensorFlow).
 SERVING_SHAPES = ("dynamic", "fixed")
-# What --format writes, and the weights of `export.litert`'s models.
-FORMATS = ("saved_model", "litert")
-LITERT_QUANTIZATIONS = ("int8", "float16", "float32")
 
 
 @dataclasses.dataclass
@@ -66,10 +65,8 @@ class ExportOptions:
     format: str = option(
         "saved_model", "`saved_model`: the SavedModels; `litert`: also "
         "`<model_name>_litert/<version>/encoder.tflite`, text in, for phones "
-        "(see docs/on_device.md).", choices=FORMATS)
-    litert_quantization: str = option(
-        "int8", "Weights of the `.tflite` models: `int8` (dynamic range), "
-        "`float16` or `float32`.", choices=LITERT_QUANTIZATIONS)
+        "(see docs/on_device.md).", choices=EXPORT_FORMATS)
+    litert_quantization: str = litert_quantization_option()
 
 
 def check_model_name(name, flag="--model_name"):

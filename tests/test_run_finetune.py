@@ -55,7 +55,8 @@ def test_run_classifier_cli_export_serves_raw_text(model_dir, tmp_path):
     args = ["--task_name=MRPC", f"--data_dir={data_dir}",
             f"--init_checkpoint={model_dir}", f"--output_dir={out}",
             "--do_train", "--do_eval", "--do_predict", "--max_seq_length=24",
-            f"--export_dir={serving}", "--serving_dtype=int8"] + [
+            f"--export_dir={serving}", "--serving_dtype=int8",
+            "--export_format=litert", "--litert_quantization=float32"] + [
                 f"--{k}={v}" for k, v in FAST.items()]
     env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
     done = subprocess.run([sys.executable, "-m", "albert_apps.run_classifier",
@@ -78,19 +79,47 @@ def test_run_classifier_cli_export_serves_raw_text(model_dir, tmp_path):
     with open(os.path.join(export_path, "assets.extra",
                            "serving_dtype.json")) as f:
         assert json.load(f)["serving_dtype"] == "int8"
+    # The classifier's .tflite, same version, beside the SavedModel.
+    tflite = os.path.join(serving, "albert_mrpc_litert", "1",
+                          "classifier.tflite")
     printed = _fresh_python(
-        "import json, tensorflow as tf, tensorflow_text\n"
+        "import json, numpy as np, tensorflow as tf, tensorflow_text\n"
+        "from ai_edge_litert import interpreter as litert\n"
+        "from tensorflow_text import tflite_registrar\n"
         f"m = tf.saved_model.load({export_path!r})\n"
         "f = m.signatures['serving_default']\n"
-        "r = f(text=tf.constant(['He said so.', 'It rained.']),"
-        " text_b=tf.constant(['He told us so.', '']))\n"
-        "print(json.dumps({k: v.numpy().tolist() for k, v in r.items()},"
-        " default=lambda b: b.decode()))\n")
-    result = json.loads(printed.strip().splitlines()[-1])
-    probs = np.array(result["probabilities"])
-    assert probs.shape == (2, 2) and np.allclose(probs.sum(-1), 1, atol=1e-5)
-    assert all(label in ("0", "1") for label in result["label"])
-    assert result["label_id"] == list(np.argmax(probs, -1))
+        "a, b = ['He said so.', 'It rained.'], ['He told us so.', '']\n"
+        "r = f(text=tf.constant(a), text_b=tf.constant(b))\n"
+        "i = litert.InterpreterWithCustomOps(custom_op_registerers="
+        f"tflite_registrar.SELECT_TFTEXT_OPS, model_path={tflite!r})\n"
+        "d = i.get_signature_runner('serving_default')("
+        "text=np.array(a, dtype=object), text_b=np.array(b, dtype=object))\n"
+        "print(json.dumps([{k: np.asarray(v).tolist() for k, v in o.items()}"
+        " for o in (r, d)], default=lambda b: b.decode()))\n")
+    for result in json.loads(printed.strip().splitlines()[-1]):
+        probs = np.array(result["probabilities"])
+        assert probs.shape == (2, 2)
+        assert np.allclose(probs.sum(-1), 1, atol=1e-5)
+        assert all(label in ("0", "1") for label in result["label"])
+        assert result["label_id"] == list(np.argmax(probs, -1))
+    served, on_device = (np.array(r["probabilities"])
+                         for r in json.loads(printed.strip().splitlines()[-1]))
+    # int8 SavedModel against float32 LiteRT: the same model.
+    np.testing.assert_allclose(on_device, served, atol=0.02)
+
+
+def test_litert_export_is_refused_before_any_work(model_dir, tmp_path):
+    glue = tasks_testdata.write_glue(str(tmp_path / "glue"))
+    common = dict(FAST, init_checkpoint=model_dir, do_train=True,
+                  output_dir=str(tmp_path / "run"), export_format="litert")
+    with pytest.raises(ValueError, match="sts-b is a regression"):
+        finetune_jobs.run_classifier(ClassifierOptions(
+            task_name="sts-b", data_dir=glue["sts-b"],
+            export_dir=str(tmp_path / "serving"), **common))
+    with pytest.raises(ValueError, match="Received: no --export_dir"):
+        finetune_jobs.run_classifier(ClassifierOptions(
+            task_name="mrpc", data_dir=glue["mrpc"], **common))
+    assert not os.path.exists(tmp_path / "run")
 
 
 @pytest.mark.slow

@@ -86,7 +86,7 @@ EXAMPLES = (
                             "sequence_output": [2, "T", "H"],
                             "input_mask": [2, "T"]}}),
     Example(
-        title="Bytes as base64 (any bytes; invalid UTF-8 becomes U+FFFD)",
+        title="Bytes as base64 (any bytes; invalid UTF-8 becomes <unk>)",
         signature="serving_default",
         request={"instances": [
             {"text": {"b64": base64.b64encode(
@@ -381,7 +381,7 @@ def _signatures(model_name):
         "sum of its rows' lengths, not B times the longest.",
         "",
         "Empty strings, text longer "
-        "than `--max_seq_length` (truncated), invalid UTF-8 (replaced by U+FFFD) "
+        "than `--max_seq_length` (truncated), invalid UTF-8 (`<unk>` in its word) "
         "and an empty "
         "batch are answered; a `text_b` whose length differs from `text`'s "
         "is refused with `INVALID_ARGUMENT`.",

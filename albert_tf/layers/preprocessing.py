@@ -3,7 +3,8 @@
 Text becomes encoder inputs in three steps, the same in every exported model:
 
 1. `data_prep.text` preprocessing and SentencePiece (the graph face, with
-   tensorflow-text ops; invalid UTF-8 becomes U+FFFD first);
+   tensorflow-text ops; a malformed UTF-8 sequence becomes `<unk>` inside its
+   word, `text_lib.MALFORMED_CHAR`);
 2. trimming to the sequence length, round robin between the two segments
    (the longer segment loses tokens first; on a tie the first keeps one more,
    as the official `truncate_seq_pair`);

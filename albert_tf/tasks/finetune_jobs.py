@@ -106,6 +106,11 @@ def run_classifier(options, strategy=None):
         ValueError: a bad option, output or input row (names it).
     """
     task = glue.get_task(options.task_name)
+    if options.export_format == "litert" and task.is_regression:
+        raise ValueError(f"--export_format=litert writes a classifier; "
+                         f"{task.name} is a regression (its SavedModel "
+                         f"serves it). Received: --task_name="
+                         f"{options.task_name}")
     check_options(
         options, strategy,
         inputs=[os.path.join(options.data_dir, name)

@@ -31,6 +31,20 @@ def serving_dtype_option():
                   choices=SERVING_DTYPE_CHOICES)
 
 
+# What an export writes besides the SavedModels, and the weights of
+# `export.litert`'s `.tflite` models (docs/on_device.md).
+EXPORT_FORMATS = ("saved_model", "litert")
+LITERT_QUANTIZATIONS = ("int8", "float16", "float32")
+
+
+def litert_quantization_option():
+    """The `--litert_quantization` flag of every program that writes
+    `.tflite` models."""
+    return option("int8", "Weights of the `.tflite` models: `int8` (dynamic "
+                  "range), `float16` or `float32`.",
+                  choices=LITERT_QUANTIZATIONS)
+
+
 @dataclasses.dataclass
 class FinetuneOptions(TrainingOptions):
     """The options every fine-tuning job has (the shared flags)."""
@@ -89,8 +103,20 @@ class ClassifierOptions(FinetuneOptions):
                            required=True)
     export_dir: str = option(None, "Write a text-in SavedModel here.")
     serving_dtype: str = serving_dtype_option()
+    export_format: str = option(
+        "saved_model", "`saved_model`: the SavedModel; `litert`: also "
+        "`<export_dir>/albert_<task>_litert/<version>/classifier.tflite`, "
+        "text in, for phones (docs/on_device.md). Not for sts-b "
+        "(a regression).", choices=EXPORT_FORMATS)
+    litert_quantization: str = litert_quantization_option()
 
     _PROGRAM = "run_classifier"
+
+    def validate(self, num_replicas=1):
+        super().validate(num_replicas)
+        if self.export_format == "litert" and not self.export_dir:
+            raise ValueError("--export_format=litert writes into "
+                             "--export_dir. Received: no --export_dir")
 
     def run_settings(self):
         settings = super().run_settings()

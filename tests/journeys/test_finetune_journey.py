@@ -74,7 +74,8 @@ def _submission(path):
 def mrpc(root):
     return _finetune(root, documented.command(
         CLASSIFIER, set={"task_name": "MRPC", "data_dir": "glue_data/MRPC",
-                         "max_seq_length": 32, "export_dir": "serving"}),
+                         "max_seq_length": 32, "export_dir": "serving",
+                         "export_format": "litert"}),
         "runs/mrpc")
 
 
@@ -87,6 +88,8 @@ def test_mrpc_trains_evaluates_predicts_and_exports(root, mrpc):
     assert [index for index, _ in rows] == ["0"]
     assert rows[0][1] in ("0", "1")
     assert (root / "serving/albert_mrpc/1/saved_model.pb").exists()
+    # --export_format=litert (docs/on_device.md): the same version, on device.
+    assert (root / "serving/albert_mrpc_litert/1/classifier.tflite").exists()
 
 
 @pytest.mark.parametrize("task, submission, labels", [

@@ -21,7 +21,8 @@ pytestmark = pytest.mark.slow
 _TEXTS = ["ALBERT runs on phones.", "", "Café ÜBER: 1,000, 2,500 people!",
           "word " * 400]
 # Appended to the guide's block: the same runner on more texts, one JSON
-# line (invalid UTF-8 passed as bytes).
+# line (invalid UTF-8 passed as bytes, `_INVALID`).
+_INVALID = b"\xff\xfe broken \xc3("
 _MORE = r'''
 import json, sys
 texts = json.loads(sys.argv[1]) + [b"\xff\xfe broken \xc3("]
@@ -79,8 +80,9 @@ def test_a_fresh_process_serves_text_as_the_saved_model_does(exported):
     assert pooled.shape[0] == len(_TEXTS) + 1
     assert np.all(np.isfinite(pooled))
     served = tf.saved_model.load(str(export_dir / "albert/1"))
-    reference = served.signatures["serving_single"](
-        text=tf.constant(_TEXTS))["pooled_output"].numpy()
+    # The invalid UTF-8 text too: its ids are the SavedModel's.
+    reference = served.signatures["serving_single"](text=tf.constant(
+        [t.encode() for t in _TEXTS] + [_INVALID]))["pooled_output"].numpy()
     for got, want in zip(pooled, reference):
         cosine = got @ want / (np.linalg.norm(got) * np.linalg.norm(want))
         assert cosine >= 0.99, cosine
