@@ -7,7 +7,21 @@ import os
 import numpy as np
 import pytest
 
-from benchmarks import finetune_parity as parity
+from benchmarks.finetune_parity import ParityOptions
+from benchmarks.finetune_parity import format_tables
+from benchmarks.finetune_parity import main
+from benchmarks.finetune_parity.outcome import outcome_row
+from benchmarks.finetune_parity.reference import DECAY_EXCLUSIONS
+from benchmarks.finetune_parity.reference import OfficialAdamW
+from benchmarks.finetune_parity.reference import decays
+from benchmarks.finetune_parity.reference import official_learning_rate
+from benchmarks.finetune_parity.stats import _t_quantile
+from benchmarks.finetune_parity.stats import cosine
+from benchmarks.finetune_parity.stats import relative_difference
+from benchmarks.finetune_parity.stats import verdict
+from benchmarks.finetune_parity.stats import welch_interval
+from benchmarks.finetune_parity.tasks import write_classification_task
+from benchmarks.finetune_parity.tasks import write_squad_files
 
 
 def _torch_or_skip():
@@ -24,26 +38,26 @@ def _torch_or_skip():
 
 def test_welch_interval_and_verdicts():
     # t(0.975, df=8) = 2.306; equal variances and sizes: df = 2n - 2.
-    assert parity._t_quantile(8) == pytest.approx(2.306, abs=1e-3)
-    assert parity._t_quantile(4) == pytest.approx(2.776, abs=1e-3)
+    assert _t_quantile(8) == pytest.approx(2.306, abs=1e-3)
+    assert _t_quantile(4) == pytest.approx(2.776, abs=1e-3)
     a, b = [80.0, 81.0, 82.0, 83.0, 84.0], [79.0, 80.0, 81.0, 82.0, 83.0]
-    diff, low, high = parity.welch_interval(a, b)
+    diff, low, high = welch_interval(a, b)
     half = 2.306 * math.sqrt(2 * 2.5 / 5)
     assert diff == pytest.approx(1.0)
     assert (low, high) == pytest.approx((1.0 - half, 1.0 + half), abs=1e-3)
-    assert parity.verdict(-0.4, 0.6) == "same within noise"
-    assert parity.verdict(-1.5, 0.6) == "can't tell"
-    assert parity.verdict(0.2, 3.0) == "differs"
-    assert parity.verdict(-3.0, -0.2) == "differs"
+    assert verdict(-0.4, 0.6) == "same within noise"
+    assert verdict(-1.5, 0.6) == "can't tell"
+    assert verdict(0.2, 3.0) == "differs"
+    assert verdict(-3.0, -0.2) == "differs"
     # Identical results: a zero-width interval.
-    assert parity.welch_interval([50, 50], [50, 50]) == (0.0, 0.0, 0.0)
+    assert welch_interval([50, 50], [50, 50]) == (0.0, 0.0, 0.0)
 
 
 def test_cosine_and_relative_difference():
-    assert parity.cosine([1, 0], [0, 1]) == 0.0
-    assert parity.cosine([1, 2], [2, 4]) == pytest.approx(1.0)
-    assert parity.cosine([0, 0], [0, 0]) == 1.0
-    np.testing.assert_allclose(parity.relative_difference([1.0, 0.0, 2.0],
+    assert cosine([1, 0], [0, 1]) == 0.0
+    assert cosine([1, 2], [2, 4]) == pytest.approx(1.0)
+    assert cosine([0, 0], [0, 0]) == 1.0
+    np.testing.assert_allclose(relative_difference([1.0, 0.0, 2.0],
                                                           [1.1, 0.0, 2.0]),
                                [0.1 / 1.1, 0.0, 0.0])
 
@@ -54,35 +68,35 @@ def test_learning_rate_is_the_official_schedule():
     schedule = WarmupPolynomialDecay(1e-3, num_train_steps=50,
                                      num_warmup_steps=5)
     for step in (0, 1, 4, 5, 6, 30, 49, 50, 60):
-        assert parity.official_learning_rate(step, 1e-3, 50, 5) == (
+        assert official_learning_rate(step, 1e-3, 50, 5) == (
             pytest.approx(float(schedule(step)), rel=1e-6))
 
 
 def test_decay_exclusions_match_the_optimizer():
     from albert_tf.training import lamb
 
-    assert lamb.DEFAULT_EXCLUSIONS == parity.DECAY_EXCLUSIONS
-    assert not parity.decays("albert.embeddings.LayerNorm.weight")
-    assert not parity.decays(
+    assert lamb.DEFAULT_EXCLUSIONS == DECAY_EXCLUSIONS
+    assert not decays("albert.embeddings.LayerNorm.weight")
+    assert not decays(
         "albert.encoder.albert_layer_groups.0.albert_layers.0."
         "full_layer_layer_norm.weight")
-    assert not parity.decays("classifier.bias")
-    assert parity.decays("albert.embeddings.word_embeddings.weight")
-    assert parity.decays("qa_outputs.weight")
+    assert not decays("classifier.bias")
+    assert decays("albert.embeddings.word_embeddings.weight")
+    assert decays("qa_outputs.weight")
 
 
 def test_made_tasks_read_as_glue_and_squad(tmp_path):
     from albert_tf.tasks import glue
     from albert_tf.tasks import squad
 
-    data_dir = parity.write_classification_task(str(tmp_path / "sst"),
+    data_dir = write_classification_task(str(tmp_path / "sst"),
                                                 max_train=50, max_dev=20)
     train, _ = glue.read_examples("sst-2", data_dir, "train")
     dev, _ = glue.read_examples("sst-2", data_dir, "dev")
     assert len(train) == 50 and len(dev) == 20
     assert {e.label for e in train} == {"0", "1"}
     for version_2 in (False, True):
-        train_file, dev_file = parity.write_squad_files(
+        train_file, dev_file = write_squad_files(
             str(tmp_path / f"squad{int(version_2)}"), version_2)
         examples, skipped = squad.read_examples(train_file, True, version_2)
         assert not skipped and len(examples) > 100
@@ -96,16 +110,16 @@ def test_made_tasks_read_as_glue_and_squad(tmp_path):
 
 def test_options_are_checked(tmp_path, capsys):
     with pytest.raises(ValueError, match="--task_name and --data_dir"):
-        parity.ParityOptions(str(tmp_path), task_name="rte").validate()
+        ParityOptions(str(tmp_path), task_name="rte").validate()
     with pytest.raises(ValueError, match="--train_file and --predict_file"):
-        parity.ParityOptions(str(tmp_path), train_file="x.json").validate()
+        ParityOptions(str(tmp_path), train_file="x.json").validate()
     with pytest.raises(ValueError, match="Received: --steps=0"):
-        parity.ParityOptions(str(tmp_path), steps=0).validate()
+        ParityOptions(str(tmp_path), steps=0).validate()
     with pytest.raises(ValueError, match="--parts"):
-        parity.ParityOptions(str(tmp_path), parts=("speed",)).validate()
+        ParityOptions(str(tmp_path), parts=("speed",)).validate()
     # A bad flag: one line, no traceback, nothing written.
     out = str(tmp_path / "out")
-    code = parity.main([f"--output_dir={out}", "--train_file=missing.json",
+    code = main([f"--output_dir={out}", "--train_file=missing.json",
                         "--predict_file=missing.json"])
     assert code == 2
     err = capsys.readouterr().err
@@ -122,10 +136,10 @@ def test_tables_name_the_cpu():
         "features": {"squad_v1.1": {
             "examples": 10, "ours": 12, "reference": 12, "differences": {},
             "differing_examples_by_cause": {}}},
-        "outcome": {"classification": parity.outcome_row(
+        "outcome": {"classification": outcome_row(
             "accuracy", [80.0, 81.0, 82.0], [80.5, 81.0, 81.5])},
     }
-    text = parity.format_tables(result)
+    text = format_tables(result)
     assert text.startswith("CPU: AMD EPYC (AVX2, 2 cores)")
     assert "| classification | 200 | 2.00e-07 |" in text
     assert "| squad_v1.1 | 10 | 12 | 12 | none | none |" in text
@@ -156,7 +170,7 @@ def test_short_run_matches_the_reference(tmp_path):
     _torch_or_skip()
     rte = tmp_path / "rte"
     rte.mkdir()
-    sst = parity.write_classification_task(str(tmp_path / "sst"),
+    sst = write_classification_task(str(tmp_path / "sst"),
                                            max_train=200, max_dev=100)
     for split in ("train", "dev"):
         with open(os.path.join(sst, f"{split}.tsv")) as f:
@@ -167,11 +181,11 @@ def test_short_run_matches_the_reference(tmp_path):
                 half = len(sentence) // 2
                 f.write(f"{i}\t{sentence[:half]}\t{sentence[half:]}\t"
                         f"{('entailment', 'not_entailment')[int(label)]}\n")
-    train_file, dev_file = parity.write_squad_files(str(tmp_path / "squad"))
+    train_file, dev_file = write_squad_files(str(tmp_path / "squad"))
     train_file = _datasets_layout(str(tmp_path / "train.jsonl"), train_file)
     dev_file = _datasets_layout(str(tmp_path / "dev.jsonl"), dev_file)
     out = str(tmp_path / "out")
-    code = parity.main([
+    code = main([
         f"--output_dir={out}", "--task_name=rte", f"--data_dir={rte}",
         f"--train_file={train_file}", f"--predict_file={dev_file}",
         "--steps=12", "--seeds=2", "--outcome_steps=20"])
@@ -217,7 +231,7 @@ def test_official_adamw_in_torch_matches_the_optimizer_here():
     with torch.no_grad():
         theirs.weight.copy_(torch.tensor(kernel.T))
         theirs.bias.copy_(torch.tensor(bias))
-    reference = parity.OfficialAdamW(theirs.named_parameters(), 1e-2, 10, 2)
+    reference = OfficialAdamW(theirs.named_parameters(), 1e-2, 10, 2)
     for _ in range(10):
         with tf.GradientTape() as tape:
             loss = tf.reduce_sum(tf.square(layer(x)))  # large: clipped

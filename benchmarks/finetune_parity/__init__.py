@@ -1,0 +1,344 @@
+"""Fine-tuning here against Hugging Face's PyTorch ALBERT: steps, features, outcome.
+
+From one checkpoint of this project, converted with
+`convert_checkpoint --target=huggingface`, both sides fine-tune on the same
+data and are compared three ways (guide: docs/finetuning.md, "Parity with
+the reference"):
+
+- **Step parity.** Dropout off, float32, the same batches in the same order
+  (the order this project's `FinetuningTask` draws), the same head weights at
+  the start, and the project's official rule on the PyTorch side too: AdamW
+  as released (no bias correction, weight decay 0.01 added to the update,
+  LayerNorm and bias excluded, epsilon 1e-6), `WarmupPolynomialDecay`
+  (linear warmup from step 0, linear decay counted from step 0) and clipping
+  to global norm 1.0 with TensorFlow's formula; `torch.optim.AdamW` differs in
+  the first two points. This side runs the project's own `Trainer`; the
+  reference runs `transformers`' `AlbertForSequenceClassification` and
+  `AlbertForQuestionAnswering`. The span heads: the reference's `qa_outputs`
+  with this project's padding mask on the logits, and for SQuAD v2.0 a
+  no-answer logit on the pooled output (`transformers` has no v2.0 head).
+  The loss of every step and every final tensor are compared.
+- **SQuAD features.** `albert_tf.tasks.squad.convert_examples` against the
+  reference's offset-mapping preprocessing (`transformers`' ALBERT tokenizer on
+  the same SentencePiece model, the windows of `return_overflowing_tokens`
+  with `stride`, answers located through `offset_mapping`), every difference
+  counted by cause.
+- **Outcome.** Each side with its own default recipe (dropout on): here the
+  `run_classifier` / `run_squad` jobs, there `torch.optim.AdamW` with the
+  usual grouping (no decay on bias and LayerNorm weights, epsilon 1e-8),
+  `get_linear_schedule_with_warmup`, `clip_grad_norm_`, the reference's
+  tokenizer, features and answer post-processing, scored with a
+  transcription of the official SQuAD evaluation scripts. Several seeds a
+  side, the difference of means with its Welch 95% interval, and a verdict.
+
+    python -m benchmarks.finetune_parity --output_dir=parity
+        [--init_checkpoint=DIR] [--task_name=sst-2 --data_dir=DIR]
+        [--train_file=F --predict_file=F] [--steps=200] [--seeds=5]
+
+Without `--init_checkpoint` a tiny model is built (random weights, a
+SentencePiece model trained on the built-in text); without the data flags a
+classification task and SQuAD-format files are made from the docstrings of
+the standard library. PyTorch and `transformers` come from
+`requirements-peers.txt`. Writes `parity.json` and prints the tables.
+
+Here: `ParityOptions`, `run`, `format_tables` and `main`. The modules:
+
+- `tasks`: the data made from docstrings, the tiny checkpoint, its conversion.
+- `steps`: step parity, this side's `Trainer` against the same steps in torch.
+- `features`: SQuAD features against the reference's preprocessing.
+- `outcome`: this side's outcome runs and a row of the outcome table.
+- `reference`: everything torch: official AdamW, models, tokenizer, training.
+- `stats`: Welch's interval, the verdict, cosines, relative differences.
+- `official_squad`: the official SQuAD v1.1 and v2.0 scripts, transcribed.
+"""
+
+import dataclasses
+import json
+import os
+import platform
+import sys
+import time
+
+from benchmarks.finetune_parity.features import features_parity
+from benchmarks.finetune_parity.outcome import ours_outcome
+from benchmarks.finetune_parity.outcome import outcome_row
+from benchmarks.finetune_parity.reference import reference_classification_outcome
+from benchmarks.finetune_parity.reference import reference_squad_outcome
+from benchmarks.finetune_parity.steps import step_parity
+from benchmarks.finetune_parity.tasks import _spm_file
+from benchmarks.finetune_parity.tasks import build_tiny_checkpoint
+from benchmarks.finetune_parity.tasks import classification_data
+from benchmarks.finetune_parity.tasks import convert_to_huggingface
+from benchmarks.finetune_parity.tasks import squad_data
+from benchmarks.finetune_parity.tasks import write_classification_task
+from benchmarks.finetune_parity.tasks import write_squad_files
+from data_prep import safe_io
+
+# === Report ===
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    name = line.split(":", 1)[1].strip()
+                    flags = open("/proc/cpuinfo").read()
+                    isa = ("AVX-512" if " avx512f" in flags else
+                           "AVX2" if " avx2" in flags else "no AVX2")
+                    return f"{name} ({isa}, {os.cpu_count()} cores)"
+    except OSError:
+        pass
+    return f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores)"
+
+
+def format_tables(result):
+    lines = [f"CPU: {result['cpu']}", "",
+             "| task | steps | max rel. loss diff | min weight cosine | "
+             "min update cosine |", "|---|---|---|---|---|"]
+    for task, row in result.get("step_parity", {}).items():
+        lines.append(
+            f"| {task} | {row['steps']} | {row['max_rel_loss_diff']:.2e} | "
+            f"{row['min_weight_cosine']:.7f} | "
+            f"{(row['min_update_cosine'] or float('nan')):.6f} |")
+    if result.get("features"):
+        lines += ["", "| SQuAD file | examples | features here | reference | "
+                  "differences | causes |", "|---|---|---|---|---|---|"]
+        for task, row in result["features"].items():
+            lines.append(
+                f"| {task} | {row['examples']} | {row['ours']} | "
+                f"{row['reference']} | {row['differences'] or 'none'} | "
+                f"{row['differing_examples_by_cause'] or 'none'} |")
+    if result.get("outcome"):
+        lines += ["", "| task | metric | here (mean ± sd) | reference | "
+                  "seeds | difference [95% CI] | verdict |",
+                  "|---|---|---|---|---|---|---|"]
+        for task, row in result["outcome"].items():
+            low, high = row["diff_ci95"]
+            lines.append(
+                f"| {task} | {row['metric']} | {row['ours_mean']:.1f} ± "
+                f"{row['ours_sd']:.1f} | {row['reference_mean']:.1f} ± "
+                f"{row['reference_sd']:.1f} | {row['seeds']} | "
+                f"{row['diff']:+.1f} [{low:+.1f}, {high:+.1f}] | "
+                f"{row['verdict']} |")
+    return "\n".join(lines)
+
+
+@dataclasses.dataclass
+class ParityOptions:
+    """The benchmark's options: its flags, checked by `validate`.
+
+    Example:
+
+    ```python
+    from benchmarks import finetune_parity
+
+    options = finetune_parity.ParityOptions(
+        "parity", steps=20, seeds=2, parts=("steps", "features"))
+    result = finetune_parity.run(options)  # also writes parity/parity.json
+    print(finetune_parity.format_tables(result))
+    ```
+    """
+
+    output_dir: str
+    init_checkpoint: str = None
+    task_name: str = None
+    data_dir: str = None
+    train_file: str = None
+    predict_file: str = None
+    version_2_with_negative: bool = False
+    steps: int = 200
+    batch_size: int = 8
+    learning_rate: float = 1e-4
+    seeds: int = 5
+    outcome_steps: int = 200
+    outcome_learning_rate: float = 5e-4
+    max_seq_length: int = 64
+    squad_max_seq_length: int = 128
+    doc_stride: int = 64
+    max_query_length: int = 32
+    parts: tuple = ("steps", "features", "outcome")
+
+    def validate(self):
+        if bool(self.task_name) != bool(self.data_dir):
+            raise ValueError("--task_name and --data_dir go together. "
+                             f"Received: --task_name={self.task_name}, "
+                             f"--data_dir={self.data_dir}")
+        if bool(self.train_file) != bool(self.predict_file):
+            raise ValueError("--train_file and --predict_file go together. "
+                             f"Received: --train_file={self.train_file}, "
+                             f"--predict_file={self.predict_file}")
+        for name in ("steps", "batch_size", "seeds", "outcome_steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name} must be positive. Received: "
+                                 f"--{name}={getattr(self, name)}")
+        for path in (self.data_dir, self.init_checkpoint):
+            if path and not os.path.exists(path):
+                raise ValueError(f"Nothing at {path}. Received: {path}")
+        for path in (self.train_file, self.predict_file):
+            if path and not os.path.isfile(path):
+                raise ValueError(f"No SQuAD file at {path}. Received: {path}")
+        unknown = set(self.parts) - {"steps", "features", "outcome"}
+        if unknown:
+            raise ValueError("--parts takes steps, features, outcome. "
+                             f"Received: {sorted(unknown)}")
+
+
+def run(options, log=print):
+    """Runs the benchmark; returns the result written to `parity.json`."""
+    options.validate()
+    work = options.output_dir
+    os.makedirs(work, exist_ok=True)
+    start = time.time()
+    init = options.init_checkpoint or build_tiny_checkpoint(
+        os.path.join(work, "tiny_model"))
+    hf_dir = convert_to_huggingface(init, os.path.join(work, "huggingface"))
+    spm_file = _spm_file(init)
+    if spm_file is None:
+        raise ValueError("The checkpoint has no SentencePiece model (spm.model "
+                         f"beside it). Received: --init_checkpoint={init}")
+    task_name, data_dir = options.task_name, options.data_dir
+    if not data_dir:
+        task_name = "sst-2"
+        data_dir = write_classification_task(os.path.join(work, "data", "sst"))
+    squad_files = {}
+    if options.train_file:
+        version = "squad_v2.0" if options.version_2_with_negative else "squad_v1.1"
+        squad_files[version] = (options.train_file, options.predict_file)
+    else:
+        squad_files["squad_v1.1"] = write_squad_files(
+            os.path.join(work, "data", "squad1"), False)
+        squad_files["squad_v2.0"] = write_squad_files(
+            os.path.join(work, "data", "squad2"), True)
+    result = {"cpu": cpu_name(), "init_checkpoint": init,
+              "reference": _reference_versions(),
+              "classification_task": {"task_name": task_name,
+                                      "data_dir": data_dir},
+              "squad_files": squad_files, "step_parity": {},
+              "features": {}, "outcome": {}}
+    squad_window = dict(max_seq_length=options.squad_max_seq_length,
+                        doc_stride=options.doc_stride,
+                        max_query_length=options.max_query_length)
+    if "steps" in options.parts:
+        datasets = [classification_data(task_name, data_dir, spm_file,
+                                         options.max_seq_length)]
+        for version, (train_file, _) in squad_files.items():
+            datasets.append(squad_data(train_file, spm_file,
+                                       version == "squad_v2.0", **squad_window))
+        for data in datasets:
+            t = time.time()
+            row = step_parity(data, init, hf_dir, work, options.steps,
+                              options.batch_size, options.learning_rate)
+            row["seconds"] = round(time.time() - t, 1)
+            result["step_parity"][data.kind] = row
+            _write(work, result)
+            log(f"step parity {data.kind}: {row['steps']} steps, max rel. "
+                f"loss diff {row['max_rel_loss_diff']:.2e}, min cosine "
+                f"{row['min_weight_cosine']:.7f} ({row['seconds']} s)")
+    if "features" in options.parts:
+        for version, (train_file, _) in squad_files.items():
+            result["features"][version] = features_parity(
+                train_file, version == "squad_v2.0", spm_file, hf_dir,
+                **squad_window)
+            _write(work, result)
+            log(f"features {version}: {result['features'][version]}")
+    if "outcome" in options.parts:
+        _outcome(options, result, init, hf_dir, task_name, data_dir,
+                 squad_files, log)
+    result["seconds"] = round(time.time() - start, 1)
+    _write(work, result)
+    return result
+
+
+def _write(work, result):
+    safe_io.write_atomically(os.path.join(work, "parity.json"),
+                             json.dumps(result, indent=2))
+
+
+def _outcome(options, result, init, hf_dir, task_name, data_dir, squad_files,
+             log):
+    work = options.output_dir
+    common = dict(steps=options.outcome_steps, batch_size=options.batch_size * 2,
+                  learning_rate=options.outcome_learning_rate)
+    ours, theirs = [], []
+    for seed in range(options.seeds):
+        ours.append(ours_outcome(
+            "classification", init, work, seed, task_name=task_name,
+            data_dir=data_dir, max_seq_length=options.max_seq_length, **common))
+        theirs.append(reference_classification_outcome(
+            hf_dir, task_name, data_dir, seed,
+            max_seq_length=options.max_seq_length, **common))
+        log(f"outcome classification seed {seed}: here {ours[-1]:.1f}, "
+            f"reference {theirs[-1]:.1f}")
+    result["outcome"]["classification"] = outcome_row("accuracy", ours, theirs)
+    version = "squad_v1.1" if "squad_v1.1" in squad_files else None
+    if version is None:
+        return
+    train_file, predict_file = squad_files[version]
+    ours, theirs = [], []
+    for seed in range(options.seeds):
+        ours.append(ours_outcome(
+            "squad", init, work, seed, train_file=train_file,
+            predict_file=predict_file,
+            max_seq_length=options.squad_max_seq_length,
+            doc_stride=options.doc_stride,
+            max_query_length=options.max_query_length, **common))
+        theirs.append(reference_squad_outcome(
+            hf_dir, train_file, predict_file, seed,
+            max_seq_length=options.squad_max_seq_length,
+            doc_stride=options.doc_stride, **common))
+        log(f"outcome {version} seed {seed}: here {ours[-1]}, reference "
+            f"{theirs[-1]}")
+    for metric in ("exact", "f1"):
+        result["outcome"][f"{version} {metric}"] = outcome_row(
+            "EM" if metric == "exact" else "F1", [o[metric] for o in ours],
+            [t[metric] for t in theirs])
+
+
+def _reference_versions():
+    try:
+        import torch
+        import transformers
+    except ImportError:
+        return None
+    return {"torch": torch.__version__, "transformers": transformers.__version__}
+
+
+def main(argv=None):
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.finetune_parity",
+        description=__doc__.split("\n\n")[0])
+    defaults = ParityOptions(output_dir=None)
+    for field in dataclasses.fields(ParityOptions):
+        default = getattr(defaults, field.name)
+        if field.name == "parts":
+            parser.add_argument("--parts", default=",".join(default))
+        elif field.type is bool or isinstance(default, bool):
+            parser.add_argument(f"--{field.name}", action="store_true")
+        else:
+            kind = type(default) if default is not None else str
+            parser.add_argument(f"--{field.name}", type=kind, default=default,
+                                required=field.name == "output_dir")
+    args = vars(parser.parse_args(argv))
+    args["parts"] = tuple(p for p in args["parts"].split(",") if p)
+    options = ParityOptions(**args)
+    try:
+        options.validate()
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError as error:
+        print(f"finetune_parity: the reference needs PyTorch and transformers "
+              f"(pip install -r requirements-peers.txt). Received: {error}",
+              file=sys.stderr)
+        return 2
+    except ValueError as error:
+        print(f"finetune_parity: {error}", file=sys.stderr)
+        return 2
+    try:
+        result = run(options)
+    except (ValueError, OSError) as error:
+        print(f"finetune_parity: {error}", file=sys.stderr)
+        return 1
+    print(format_tables(result))
+    return 0

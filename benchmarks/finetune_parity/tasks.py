@@ -1,0 +1,230 @@
+"""Data made here (a classification folder and SQuAD files from the
+standard library's docstrings), the tiny checkpoint, its conversion to
+Hugging Face, and this side's arrays of a task.
+"""
+
+import dataclasses
+import json
+import os
+import random
+import re
+
+from data_prep import safe_io
+
+TINY_CONFIG = dict(vocab_size=2000, embedding_size=32, hidden_size=64,
+                   num_hidden_layers=2, num_hidden_groups=1, inner_group_num=1,
+                   num_attention_heads=2, intermediate_size=128,
+                   hidden_act="gelu", hidden_dropout_prob=0.1,
+                   attention_probs_dropout_prob=0.1,
+                   max_position_embeddings=256, type_vocab_size=2,
+                   initializer_range=0.02)
+# The classification task: which libraries a docstring sentence comes from
+# (label 0: the first group, 1: the second).
+CLASS_PACKAGES = (("tkinter", "asyncio"), ("email", "logging"))
+SQUAD_PACKAGES = ("asyncio", "distutils", "logging", "importlib", "xml",
+                  "lib2to3", "unittest", "http", "urllib")
+
+
+# === Data made here ===
+
+def _package_documents(packages):
+    import sysconfig
+
+    from data_prep import builtin_corpus
+
+    stdlib = sysconfig.get_paths()["stdlib"]
+    return {name: list(builtin_corpus.iter_documents(
+        [os.path.join(stdlib, name)])) for name in packages}
+
+
+def _clean(sentence):
+    return " ".join(sentence.replace("\t", " ").split())
+
+
+def write_classification_task(data_dir, max_train=1200, max_dev=800):
+    """An SST-2-format folder: is a docstring sentence from `tkinter` or
+    `asyncio` (0), or from `email` or `logging` (1)? Every fourth document
+    goes to dev."""
+    rows = {"train": [], "dev": []}
+    for label, packages in enumerate(CLASS_PACKAGES):
+        documents = _package_documents(packages)
+        for d, doc in enumerate(doc for name in packages
+                                for doc in documents[name]):
+            split = "dev" if d % 4 == 3 else "train"
+            rows[split] += [(_clean(s), str(label)) for s in doc if _clean(s)]
+    rng = random.Random(0)
+    os.makedirs(data_dir, exist_ok=True)
+    for split, limit in (("train", max_train), ("dev", max_dev)):
+        rng.shuffle(rows[split])
+        text = "sentence\tlabel\n" + "".join(
+            f"{s}\t{label}\n" for s, label in rows[split][:limit])
+        safe_io.write_atomically(os.path.join(data_dir, f"{split}.tsv"), text)
+    return data_dir
+
+
+_WORD = re.compile(r"[A-Za-z]{5,}")
+# Words of the sentence kept on each side of the blank of a question.
+QUESTION_WORDS = 8
+
+
+def _squad_records(docs, rng, with_impossible, per_doc=4):
+    """Cloze questions: a sentence of the context with one word replaced by
+    "what"; the answer is that word where it stands. With
+    `with_impossible`, a third of the questions come from another
+    document's sentence and have no answer."""
+    paragraphs = []
+    for d, doc in enumerate(docs):
+        sentences = [_clean(s) for s in doc if _clean(s)][:10]
+        if len(sentences) < 3:
+            continue
+        context = " ".join(sentences)
+        qas = []
+        for q in range(per_doc):
+            impossible = with_impossible and q % 3 == 2
+            source = (docs[(d + 7) % len(docs)] if impossible else sentences)
+            source = [_clean(s) for s in source if _clean(s)]
+            sentence = rng.choice(source)
+            words = [m for m in _WORD.finditer(sentence)
+                     if len(re.findall(r"\b%s\b" % m.group(), context)) == 1]
+            if impossible:
+                words = [m for m in _WORD.finditer(sentence)
+                         if m.group() not in context]
+            if not words:
+                continue
+            word = rng.choice(words)
+            before = sentence[:word.start()].split()[-QUESTION_WORDS:]
+            after = sentence[word.end():].split()[:QUESTION_WORDS]
+            question = " ".join(before + ["what"] + after)
+            qid = f"q{d}_{q}"
+            if impossible:
+                qas.append({"id": qid, "question": question, "answers": [],
+                            "is_impossible": True})
+                continue
+            start = re.search(r"\b%s\b" % word.group(), context).start()
+            qas.append({"id": qid, "question": question, "answers": [
+                {"text": word.group(), "answer_start": start}]})
+        if qas:
+            paragraphs.append({"context": context, "qas": qas})
+    return paragraphs
+
+
+def write_squad_files(directory, version_2=False):
+    """`train.json` and `dev.json` in the official SQuAD layout, from the
+    docstrings of `SQUAD_PACKAGES`; every fifth document goes to dev."""
+    rng = random.Random(1)
+    docs = [doc for _, package in sorted(
+        _package_documents(SQUAD_PACKAGES).items()) for doc in package]
+    docs = [doc for doc in docs if len(doc) >= 3]
+    splits = {"train": [d for i, d in enumerate(docs) if i % 5],
+              "dev": [d for i, d in enumerate(docs) if i % 5 == 0]}
+    os.makedirs(directory, exist_ok=True)
+    paths = {}
+    version = "v2.0" if version_2 else "1.1"
+    for split, split_docs in splits.items():
+        data = [{"title": "docstrings",
+                 "paragraphs": _squad_records(split_docs, rng, version_2)}]
+        paths[split] = os.path.join(directory, f"{split}.json")
+        safe_io.write_atomically(paths[split], json.dumps(
+            {"version": version, "data": data}))
+    return paths["train"], paths["dev"]
+
+
+def build_tiny_checkpoint(model_dir, seed=0):
+    """A tiny model directory of this project: random weights and a
+    SentencePiece model trained on the built-in docstrings."""
+    import keras
+
+    from albert_tf.config import AlbertConfig
+    from albert_tf.models.pretrainer import AlbertPretrainer
+    from albert_tf.training import checkpoint
+    from data_prep import vocab
+
+    packages = sum(CLASS_PACKAGES, ()) + SQUAD_PACKAGES
+    texts = [s for docs in _package_documents(packages).values()
+             for doc in docs for s in doc]
+    spm_bytes = vocab.model_from_texts(texts, TINY_CONFIG["vocab_size"],
+                                       hard_vocab_limit=True)
+    os.makedirs(model_dir, exist_ok=True)
+    spm_file = os.path.join(model_dir, ".spm.model.tmp")
+    with open(spm_file, "wb") as f:
+        f.write(spm_bytes)
+    keras.utils.set_random_seed(seed)
+    model = AlbertPretrainer(AlbertConfig(**TINY_CONFIG))
+    checkpoint.save_model_dir(model, model_dir, spm_model_file=spm_file)
+    os.remove(spm_file)
+    return model_dir
+
+
+def convert_to_huggingface(init_checkpoint, output_dir):
+    """What `python -m albert_tf.convert_checkpoint --source=albert_tf
+    --target=huggingface` does."""
+    from albert_tf.convert import pretrained
+
+    if not os.path.isdir(output_dir):
+        pretrained.convert_checkpoint(init_checkpoint, output_dir,
+                                      source="albert_tf",
+                                      target="huggingface")
+    return output_dir
+
+
+def _config_file(init_checkpoint, work_dir, dropout):
+    """This project's config of `init_checkpoint`, with its dropout set."""
+    from albert_tf.config import AlbertConfig
+    from albert_tf.training import checkpoint
+
+    path = checkpoint.find_in_model_dir(init_checkpoint,
+                                        [checkpoint.CONFIG_NAME])
+    config = AlbertConfig.from_json_file(path)
+    if dropout is not None:
+        config = dataclasses.replace(config, hidden_dropout_prob=dropout,
+                                     attention_probs_dropout_prob=dropout)
+    out = os.path.join(work_dir, f"albert_config_dropout{dropout}.json")
+    config.to_json_file(out)
+    return out
+
+
+def _spm_file(init_checkpoint):
+    from albert_tf.convert import pretrained
+
+    return pretrained.spm_model_path(init_checkpoint)
+
+
+# === Features of this side ===
+
+@dataclasses.dataclass
+class _TaskData:
+    """One task's arrays on this side (inputs + labels), train and dev."""
+
+    kind: str
+    train: dict
+    dev: dict = None
+    num_classes: int = 2
+    extra: dict = None
+
+
+def classification_data(task_name, data_dir, spm_file, max_seq_length):
+    from albert_tf.tasks import glue
+    from albert_tf.tasks.tokenization import Tokenizer
+
+    task = glue.get_task(task_name)
+    tokenizer = Tokenizer(spm_file)
+    arrays = {}
+    for split in ("train", "dev"):
+        examples, _ = glue.read_examples(task, data_dir, split)
+        arrays[split], _ = glue.convert_examples(examples, task, tokenizer,
+                                                 max_seq_length)
+    return _TaskData("classification", arrays["train"], arrays["dev"],
+                    task.num_classes)
+
+
+def squad_data(train_file, spm_file, version_2, max_seq_length, doc_stride,
+               max_query_length):
+    from albert_tf.tasks import squad
+    from albert_tf.tasks.tokenization import Tokenizer
+
+    examples, _ = squad.read_examples(train_file, True, version_2)
+    features = squad.convert_examples(
+        examples, Tokenizer(spm_file), max_seq_length, doc_stride,
+        max_query_length, is_training=True)
+    kind = "squad_v2.0" if version_2 else "squad_v1.1"
+    return _TaskData(kind, features.arrays, extra={"train_file": train_file})
