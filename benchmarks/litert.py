@@ -23,7 +23,8 @@ the process before the model (its imports: `tensorflow_text`, whose
 LiteRT registrar links TensorFlow, for LiteRT too); agreement on
 `--agreement_texts` held-out sentences: `pooled_output` cosine with the
 float32 SavedModel (lowest), classifier labels equal to the float32
-SavedModel's, and token ids equal to the SavedModel preprocessor's. Models
+SavedModel's, and token ids equal to the SavedModel preprocessor's (also on
+`HARD_CASES`: accents, case, digit commas, empty, invalid UTF-8, ...). Models
 are timed in turns (`hardware.seconds_in_turns`), so load from elsewhere
 falls on all alike. Numbers: docs/benchmarks.md.
 """
@@ -37,6 +38,18 @@ import tempfile
 from absl import app
 from absl import flags
 
+# The issue's cases for token ids: (name, UTF-8 bytes).
+HARD_CASES = [
+    ("accents", "Café naïve ÜBER façade Ångström rôle".encode()),
+    ("upper case", b"ALBERT Runs ON Phones"),
+    ("digits with commas", b"In 1990, 3,000 people; 12,5 and 7, x1,"),
+    ("empty", b""),
+    ("blank", b" \t\n "),
+    ("invalid UTF-8", b"\xff\xfe broken \xc3( cafe\xffcafe \xe2\x82"),
+    ("over-long", ("word " * 2000).encode()),
+    ("LaTeX quotes", b"``quoted'' text"),
+    ("other scripts", "ΟΔΟΣ ΣΟΦΙΑ 東京 한국어 Ａｂｃ".encode()),
+]
 _PRESET = flags.DEFINE_string("preset", "albert_base_v2", "AlbertConfig preset.")
 _SEQ_LENGTH = flags.DEFINE_integer("seq_length", 128, "max_seq_length.")
 _AGREEMENT = flags.DEFINE_integer(
@@ -173,6 +186,10 @@ def run(preset, seq_length, agreement_texts, iterations, workdir):
     ids_equal = np.mean([a == b for a, b in zip(
         tokenizer.tokenize(batch).to_list(),
         reference.tokenize(batch).to_list())])
+    hard = tf.constant([text for _, text in HARD_CASES])
+    hard_differ = [name for (name, _), a, b in zip(
+        HARD_CASES, tokenizer.tokenize(hard).to_list(),
+        reference.tokenize(hard).to_list()) if a != b]
     float32 = tf.saved_model.load(saved["float32"]).signatures["serving_single"]
     reference_pooled = [float32(text=tf.constant([t]))["pooled_output"][0].numpy()
                         for t in held_out]
@@ -231,6 +248,7 @@ def run(preset, seq_length, agreement_texts, iterations, workdir):
     })
     return rows, {"labels_equal": float(label_agreement),
                   "ids_equal": float(ids_equal), "texts": len(held_out),
+                  "hard_cases": len(HARD_CASES), "hard_differ": hard_differ,
                   "hardware": hardware.describe()}
 
 
@@ -256,6 +274,10 @@ def _print(rows, summary, preset, seq_length):
           "float32 SavedModel's: %.1f%%; token ids equal: %.1f%%"
           % (summary["texts"], 100 * summary["labels_equal"],
              100 * summary["ids_equal"]))
+    print("Token ids equal on %d of %d hard cases%s" % (
+        summary["hard_cases"] - len(summary["hard_differ"]),
+        summary["hard_cases"], "" if not summary["hard_differ"] else
+        " (differ: %s)" % ", ".join(summary["hard_differ"])))
 
 
 def main(argv):

@@ -108,11 +108,11 @@ class _HtmlSections(html.parser.HTMLParser):
             self.current.append(data)
 
 
-def rust_book_documents(root=None):
-    """Sections of the Rust books (`RUST_BOOKS`) as documents."""
+def rust_book_documents(root=None, books=RUST_BOOKS):
+    """Sections of the Rust `books` as documents."""
     roots = [root] if root else sorted(glob.glob(RUST_DOCS))[:1]
     for base in roots:
-        for book in RUST_BOOKS:
+        for book in books:
             for path in sorted(glob.glob(os.path.join(base, book, "*.html"))):
                 if os.path.basename(path) in ("print.html", "toc.html",
                                               "404.html", "SUMMARY.html"):

@@ -56,55 +56,22 @@ _HANGUL_SYLLABLES = 0xAC00  # LV syllables are every 28th from here.
 _HANGUL_SECOND = list(range(0x1161, 0x1176)) + list(range(0x11A8, 0x11C3))
 
 
-def _fields(message):
-    """`(field number, raw bytes of the field)` of a serialized protobuf."""
-    index = 0
-    while index < len(message):
-        start = index
-        key, index = protobuf_wire.read_varint(message, index)
-        wire_type = key & 7
-        if wire_type == 0:
-            _, index = protobuf_wire.read_varint(message, index)
-        elif wire_type == 1:
-            index += 8
-        elif wire_type == 5:
-            index += 4
-        elif wire_type == 2:
-            length, index = protobuf_wire.read_varint(message, index)
-            index += length
-        else:
-            raise ValueError("Not a SentencePiece model: protobuf wire type "
-                             f"{wire_type}. Received: {len(message)} bytes")
-        yield key >> 3, message[start:index]
-
-
-def _bytes_field(number, payload):
-    return (protobuf_wire.encode_varint(number << 3 | 2)
-            + protobuf_wire.encode_varint(len(payload)) + payload)
-
-
-def _field_payload(raw):
-    _, index = protobuf_wire.read_varint(raw, 0)
-    _, index = protobuf_wire.read_varint(raw, index)
-    return raw[index:]
-
-
 def _with_normalizer(model_proto, charsmap_spec):
     """`model_proto` with the charsmap of `charsmap_spec` and its own flags."""
     old_spec = b""
-    for number, raw in _fields(model_proto):
+    for number, value, _ in protobuf_wire.fields(model_proto):
         if number == _NORMALIZER_SPEC_FIELD:
-            old_spec = _field_payload(raw)
-    spec = _bytes_field(_SPEC_NAME, NORMALIZER_NAME.encode())
-    for number, raw in _fields(charsmap_spec):
+            old_spec = value
+    spec = protobuf_wire.length_delimited(_SPEC_NAME, NORMALIZER_NAME.encode())
+    for number, _, raw in protobuf_wire.fields(charsmap_spec):
         if number == _SPEC_CHARSMAP:
             spec += raw
-    for number, raw in _fields(old_spec):
+    for number, _, raw in protobuf_wire.fields(old_spec):
         if number in _SPEC_FLAGS:
             spec += raw
     out = bytearray()
-    for number, raw in _fields(model_proto):
-        out += (_bytes_field(_NORMALIZER_SPEC_FIELD, spec)
+    for number, _, raw in protobuf_wire.fields(model_proto):
+        out += (protobuf_wire.length_delimited(_NORMALIZER_SPEC_FIELD, spec)
                 if number == _NORMALIZER_SPEC_FIELD else raw)
     return bytes(out)
 

@@ -108,6 +108,25 @@ def test_made_tasks_read_as_glue_and_squad(tmp_path):
         assert squad.read_examples(dev_file, False, version_2)[0]
 
 
+def test_tasks_of_another_domain(tmp_path):
+    from albert_tf.tasks import glue
+    from benchmarks import other_domains
+    from benchmarks.finetune_parity import ParityOptions
+    from benchmarks.finetune_parity.tasks import corpus_documents
+
+    with pytest.raises(ValueError, match="Received: --corpus=wiki"):
+        ParityOptions(str(tmp_path), corpus="wiki").validate()
+    if not any(other_domains.rust_book_documents(books=("nomicon",))):
+        pytest.skip("no Rust books on this machine")
+    documents = corpus_documents("rust_book", ("nomicon",))["nomicon"]
+    assert len(documents) > 50 and all(isinstance(s, str)
+                                       for s in documents[0])
+    data_dir = write_classification_task(str(tmp_path / "rust"), "rust_book",
+                                         max_train=40, max_dev=20)
+    train, _ = glue.read_examples("sst-2", data_dir, "train")
+    assert len(train) == 40 and {e.label for e in train} == {"0", "1"}
+
+
 def test_options_are_checked(tmp_path, capsys):
     with pytest.raises(ValueError, match="--task_name and --data_dir"):
         ParityOptions(str(tmp_path), task_name="rte").validate()

@@ -33,7 +33,8 @@ def test_round_trip_through_hugging_face(tmp_path, random_pretrainer,
     convert_checkpoint(ours, hf, source="albert_tf", target="huggingface")
     assert sorted(os.listdir(hf)) == [
         "config.json", weight_set.MANIFEST_NAME, weight_set.REPORT_NAME,
-        "model.safetensors", "spiece.model", "tokenizer_config.json"]
+        "model.safetensors", "spiece.model", "tokenizer.json",
+        "tokenizer_config.json"]
     with open(os.path.join(hf, "config.json")) as f:
         config = json.load(f)
     assert config["model_type"] == "albert"

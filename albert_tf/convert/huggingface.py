@@ -16,6 +16,7 @@ import os
 import numpy as np
 
 from albert_tf.config import AlbertConfig
+from albert_tf.convert import hf_tokenizer
 from albert_tf.convert import names
 from albert_tf.convert import safetensors_io
 from albert_tf.convert import weight_set
@@ -275,8 +276,9 @@ def write(weights, directory):
 
     Writes `config.json` (`AlbertForPreTraining`), `model.safetensors` (a
     head the weights lack is left out) and, with a SentencePiece model,
-    `spiece.model` and a `tokenizer_config.json` that lowercases and drops
-    accents, as the releases do.
+    `spiece.model`, a `tokenizer_config.json` that lowercases and drops
+    accents, as the releases do, and the `tokenizer.json` that
+    `transformers` loads without sentencepiece (`hf_tokenizer`).
 
     Args:
         weights: `weight_set.Weights`.
@@ -318,4 +320,9 @@ def write(weights, directory):
         with open(os.path.join(directory, TOKENIZER_CONFIG_NAME), "w") as f:
             json.dump(tokenizer_config, f, indent=2)
             f.write("\n")
+        with tf.io.gfile.GFile(weights.spm_model_file, "rb") as f:
+            tokenizer = hf_tokenizer.tokenizer_json(f.read())
+        with open(os.path.join(directory, hf_tokenizer.FILE_NAME), "w",
+                  encoding="utf-8") as f:
+            json.dump(tokenizer, f, ensure_ascii=False)
     logging.info("Wrote %d tensors to %s", len(tensors), directory)

@@ -68,18 +68,22 @@ class Tokenizer:
             processed = text_lib.preprocess_text(word, self.do_lower_case)
             if not processed:
                 continue
-            exact = len(processed) == len(word)
+            origins = _char_origins(word, processed, self.do_lower_case)
             byte_to_char = _byte_to_char(processed)
             for piece_id, piece_begin, piece_end in self._pieces(processed):
                 ids.append(piece_id)
-                if exact:
-                    begin = start + byte_to_char[piece_begin]
-                    finish = start + byte_to_char[piece_end]
-                    offsets.append((begin, max(begin, finish)))
-                elif piece_begin == piece_end:
-                    offsets.append((start, start))
+                first = byte_to_char[piece_begin]
+                last = byte_to_char[piece_end]
+                if origins is None:  # Not aligned: the whole word.
+                    offsets.append((start, start) if first == last
+                                   else (start, end))
+                elif first >= last:
+                    begin = start + (origins[first][0]
+                                     if first < len(origins) else len(word))
+                    offsets.append((begin, begin))
                 else:
-                    offsets.append((start, end))
+                    offsets.append((start + origins[first][0],
+                                    start + origins[last - 1][1]))
         return ids, offsets
 
     def _pieces(self, processed):
@@ -110,6 +114,31 @@ class Tokenizer:
 
     def id_to_piece(self, piece_id):
         return self.sp_model.id_to_piece(piece_id)
+
+
+def _char_origins(word, processed, do_lower_case):
+    """For each character of `processed` (the preprocessed `word`), the
+    `(start, end)` range of the characters of `word` it comes from: "``"
+    and "''" (one '"'), a ligature ("ﬁ": two letters), an accented letter
+    (one); a combining mark belongs to the character before it. None when preprocessing the characters
+    one by one does not give `processed` (a final sigma, which lowercases by
+    its neighbours)."""
+    origins, parts = [], []
+    index = 0
+    while index < len(word):
+        size = 2 if word[index:index + 2] in ("``", "''") else 1
+        part = text_lib.preprocess_text(word[index:index + size],
+                                        do_lower_case)
+        origins.extend([(index, index + size)] * len(part))
+        if not part and origins:  # A dropped mark joins the character
+            begin = origins[-1][0]  # before it ("a" + U+0301: "á").
+            for k in range(len(origins) - 1, -1, -1):
+                if origins[k][0] != begin:
+                    break
+                origins[k] = (begin, index + size)
+        parts.append(part)
+        index += size
+    return origins if "".join(parts) == processed else None
 
 
 def _byte_to_char(text):

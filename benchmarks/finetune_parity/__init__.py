@@ -34,16 +34,17 @@ the reference"):
     python -m benchmarks.finetune_parity --output_dir=parity
         [--init_checkpoint=DIR] [--task_name=sst-2 --data_dir=DIR]
         [--train_file=F --predict_file=F] [--steps=200] [--seeds=5]
+        [--outcome_steps=1000] [--corpus=docstrings|rust_book]
 
 Without `--init_checkpoint` a tiny model is built (random weights, a
 SentencePiece model trained on the built-in text); without the data flags a
-classification task and SQuAD-format files are made from the docstrings of
-the standard library. PyTorch and `transformers` come from
+classification task and SQuAD-format files are made from `--corpus`: the
+docstrings of the standard library, or the Rust books (another domain). PyTorch and `transformers` come from
 `requirements-peers.txt`. Writes `parity.json` and prints the tables.
 
 Here: `ParityOptions`, `run`, `format_tables` and `main`. The modules:
 
-- `tasks`: the data made from docstrings, the tiny checkpoint, its conversion.
+- `tasks`: the data made from a corpus, the tiny checkpoint, its conversion.
 - `steps`: step parity, this side's `Trainer` against the same steps in torch.
 - `features`: SQuAD features against the reference's preprocessing.
 - `outcome`: this side's outcome runs and a row of the outcome table.
@@ -70,6 +71,7 @@ from benchmarks.finetune_parity.tasks import build_tiny_checkpoint
 from benchmarks.finetune_parity.tasks import classification_data
 from benchmarks.finetune_parity.tasks import convert_to_huggingface
 from benchmarks.finetune_parity.tasks import squad_data
+from benchmarks.finetune_parity.tasks import check_corpus
 from benchmarks.finetune_parity.tasks import write_classification_task
 from benchmarks.finetune_parity.tasks import write_squad_files
 from data_prep import safe_io
@@ -150,15 +152,17 @@ class ParityOptions:
     batch_size: int = 8
     learning_rate: float = 1e-4
     seeds: int = 5
-    outcome_steps: int = 200
+    outcome_steps: int = 1000
     outcome_learning_rate: float = 5e-4
     max_seq_length: int = 64
     squad_max_seq_length: int = 128
     doc_stride: int = 64
     max_query_length: int = 32
     parts: tuple = ("steps", "features", "outcome")
+    corpus: str = "docstrings"
 
     def validate(self):
+        check_corpus(self.corpus)
         if bool(self.task_name) != bool(self.data_dir):
             raise ValueError("--task_name and --data_dir go together. "
                              f"Received: --task_name={self.task_name}, "
@@ -199,18 +203,21 @@ def run(options, log=print):
     task_name, data_dir = options.task_name, options.data_dir
     if not data_dir:
         task_name = "sst-2"
-        data_dir = write_classification_task(os.path.join(work, "data", "sst"))
+        data_dir = write_classification_task(
+            os.path.join(work, "data", "sst"), options.corpus)
     squad_files = {}
     if options.train_file:
         version = "squad_v2.0" if options.version_2_with_negative else "squad_v1.1"
         squad_files[version] = (options.train_file, options.predict_file)
     else:
         squad_files["squad_v1.1"] = write_squad_files(
-            os.path.join(work, "data", "squad1"), False)
+            os.path.join(work, "data", "squad1"), False, options.corpus)
         squad_files["squad_v2.0"] = write_squad_files(
-            os.path.join(work, "data", "squad2"), True)
+            os.path.join(work, "data", "squad2"), True, options.corpus)
     result = {"cpu": cpu_name(), "init_checkpoint": init,
               "reference": _reference_versions(),
+              "corpus": None if options.data_dir and options.train_file
+              else options.corpus,
               "classification_task": {"task_name": task_name,
                                       "data_dir": data_dir},
               "squad_files": squad_files, "step_parity": {},
@@ -270,6 +277,7 @@ def _outcome(options, result, init, hf_dir, task_name, data_dir, squad_files,
         log(f"outcome classification seed {seed}: here {ours[-1]:.1f}, "
             f"reference {theirs[-1]:.1f}")
     result["outcome"]["classification"] = outcome_row("accuracy", ours, theirs)
+    _write(work, result)
     version = "squad_v1.1" if "squad_v1.1" in squad_files else None
     if version is None:
         return

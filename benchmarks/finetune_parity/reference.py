@@ -299,14 +299,15 @@ def _reference_train(torch, transformers, model, arrays, names, steps,
     optimizer, schedule = _reference_optimizer(torch, transformers, model,
                                                learning_rate, steps)
     generator = torch.Generator().manual_seed(seed)
-    num = len(arrays[names[0]])
+    columns = {k: torch.as_tensor(np.asarray(arrays[k])) for k in names}
+    num = len(columns[names[0]])
     order = []
     model.train()
     for _ in range(steps):
         if len(order) < batch_size:
             order += torch.randperm(num, generator=generator).tolist()
         rows, order = order[:batch_size], order[batch_size:]
-        batch = {k: torch.tensor(np.asarray(arrays[k])[rows]) for k in names}
+        batch = {k: column[rows] for k, column in columns.items()}
         loss = model(**batch).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

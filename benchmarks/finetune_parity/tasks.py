@@ -1,6 +1,7 @@
-"""Data made here (a classification folder and SQuAD files from the
-standard library's docstrings), the tiny checkpoint, its conversion to
-Hugging Face, and this side's arrays of a task.
+"""Data made here (a classification folder and SQuAD files from text on
+the machine: the standard library's docstrings, or the Rust books for a
+second domain), the tiny checkpoint, its conversion to Hugging Face, and
+this side's arrays of a task.
 """
 
 import dataclasses
@@ -18,11 +19,25 @@ TINY_CONFIG = dict(vocab_size=2000, embedding_size=32, hidden_size=64,
                    attention_probs_dropout_prob=0.1,
                    max_position_embeddings=256, type_vocab_size=2,
                    initializer_range=0.02)
-# The classification task: which libraries a docstring sentence comes from
-# (label 0: the first group, 1: the second).
-CLASS_PACKAGES = (("tkinter", "asyncio"), ("email", "logging"))
 SQUAD_PACKAGES = ("asyncio", "distutils", "logging", "importlib", "xml",
                   "lib2to3", "unittest", "http", "urllib")
+# The tiny model's vocabulary is trained on these packages' docstrings.
+VOCAB_PACKAGES = ("tkinter", "asyncio", "email", "logging") + SQUAD_PACKAGES
+# The corpora the tasks are made from (`--corpus`). Classification: which
+# group of sources a sentence comes from (label 0: the first, 1: the
+# second); SQuAD: cloze questions on the documents of `squad`.
+CORPORA = {
+    "docstrings": {  # Python's standard library, by package.
+        "classes": (("tkinter", "asyncio", "multiprocessing", "concurrent",
+                     "idlelib"),
+                    ("email", "logging", "http", "urllib", "xml")),
+        "squad": SQUAD_PACKAGES},
+    "rust_book": {  # The Rust books (rustup's HTML docs), by book.
+        "classes": (("book",), ("reference", "nomicon")),
+        "squad": ("book", "reference", "nomicon")},
+}
+# Cloze questions asked of each document.
+QUESTIONS_PER_DOCUMENT = 12
 
 
 # === Data made here ===
@@ -37,18 +52,52 @@ def _package_documents(packages):
         [os.path.join(stdlib, name)])) for name in packages}
 
 
+def check_corpus(corpus):
+    """`CORPORA[corpus]`.
+
+    Raises:
+        ValueError: an unknown corpus.
+    """
+    if corpus not in CORPORA:
+        raise ValueError(f"--corpus must be one of {', '.join(CORPORA)}. "
+                         f"Received: --corpus={corpus}")
+    return CORPORA[corpus]
+
+
+def corpus_documents(corpus, sources):
+    """`{source: [document, ...]}` of `corpus` (a key of `CORPORA`); a
+    document is a list of sentences.
+
+    Raises:
+        ValueError: an unknown corpus, or one that is not on this machine.
+    """
+    check_corpus(corpus)
+    if corpus == "docstrings":
+        return _package_documents(sources)
+    from benchmarks import other_domains
+
+    documents = {book: list(other_domains.rust_book_documents(books=(book,)))
+                 for book in sources}
+    if not any(documents.values()):
+        raise ValueError("--corpus=rust_book: no Rust books on this machine "
+                         f"(looked in {other_domains.RUST_DOCS})")
+    return documents
+
+
 def _clean(sentence):
     return " ".join(sentence.replace("\t", " ").split())
 
 
-def write_classification_task(data_dir, max_train=1200, max_dev=800):
-    """An SST-2-format folder: is a docstring sentence from `tkinter` or
-    `asyncio` (0), or from `email` or `logging` (1)? Every fourth document
-    goes to dev."""
+def write_classification_task(data_dir, corpus="docstrings", max_train=None,
+                              max_dev=None):
+    """An SST-2-format folder: which group of `CORPORA[corpus]["classes"]`
+    does a sentence come from (for the docstrings: `tkinter`, `asyncio`,
+    ... (0), or `email`, `logging`, ... (1))? Every fourth document goes to
+    dev; `max_train` / `max_dev` keep that many rows (default: all)."""
     rows = {"train": [], "dev": []}
-    for label, packages in enumerate(CLASS_PACKAGES):
-        documents = _package_documents(packages)
-        for d, doc in enumerate(doc for name in packages
+    for label, sources in enumerate(check_corpus(corpus)["classes"]):
+        documents = corpus_documents(corpus, sources)
+        for d, doc in enumerate(doc for name in sources
                                 for doc in documents[name]):
             split = "dev" if d % 4 == 3 else "train"
             rows[split] += [(_clean(s), str(label)) for s in doc if _clean(s)]
@@ -67,7 +116,8 @@ _WORD = re.compile(r"[A-Za-z]{5,}")
 QUESTION_WORDS = 8
 
 
-def _squad_records(docs, rng, with_impossible, per_doc=4):
+def _squad_records(docs, rng, with_impossible,
+                   per_doc=QUESTIONS_PER_DOCUMENT):
     """Cloze questions: a sentence of the context with one word replaced by
     "what"; the answer is that word where it stands. With
     `with_impossible`, a third of the questions come from another
@@ -108,12 +158,14 @@ def _squad_records(docs, rng, with_impossible, per_doc=4):
     return paragraphs
 
 
-def write_squad_files(directory, version_2=False):
+def write_squad_files(directory, version_2=False, corpus="docstrings"):
     """`train.json` and `dev.json` in the official SQuAD layout, from the
-    docstrings of `SQUAD_PACKAGES`; every fifth document goes to dev."""
+    documents of `CORPORA[corpus]["squad"]`; every fifth document goes to
+    dev."""
     rng = random.Random(1)
+    sources = check_corpus(corpus)["squad"]
     docs = [doc for _, package in sorted(
-        _package_documents(SQUAD_PACKAGES).items()) for doc in package]
+        corpus_documents(corpus, sources).items()) for doc in package]
     docs = [doc for doc in docs if len(doc) >= 3]
     splits = {"train": [d for i, d in enumerate(docs) if i % 5],
               "dev": [d for i, d in enumerate(docs) if i % 5 == 0]}
@@ -121,7 +173,7 @@ def write_squad_files(directory, version_2=False):
     paths = {}
     version = "v2.0" if version_2 else "1.1"
     for split, split_docs in splits.items():
-        data = [{"title": "docstrings",
+        data = [{"title": corpus,
                  "paragraphs": _squad_records(split_docs, rng, version_2)}]
         paths[split] = os.path.join(directory, f"{split}.json")
         safe_io.write_atomically(paths[split], json.dumps(
@@ -139,8 +191,7 @@ def build_tiny_checkpoint(model_dir, seed=0):
     from albert_tf.training import checkpoint
     from data_prep import vocab
 
-    packages = sum(CLASS_PACKAGES, ()) + SQUAD_PACKAGES
-    texts = [s for docs in _package_documents(packages).values()
+    texts = [s for docs in _package_documents(VOCAB_PACKAGES).values()
              for doc in docs for s in doc]
     spm_bytes = vocab.model_from_texts(texts, TINY_CONFIG["vocab_size"],
                                        hard_vocab_limit=True)
