@@ -120,9 +120,9 @@ def _char_origins(word, processed, do_lower_case):
     """For each character of `processed` (the preprocessed `word`), the
     `(start, end)` range of the characters of `word` it comes from: "``"
     and "''" (one '"'), a ligature ("ﬁ": two letters), an accented letter
-    (one); a combining mark belongs to the character before it. None when preprocessing the characters
-    one by one does not give `processed` (a final sigma, which lowercases by
-    its neighbours)."""
+    (one); a combining mark belongs to the character before it. None when
+    preprocessing the characters one by one does not give `processed` (a
+    final sigma, which lowercases by its neighbours)."""
     origins, parts = [], []
     index = 0
     while index < len(word):

@@ -39,8 +39,9 @@ the reference"):
 Without `--init_checkpoint` a tiny model is built (random weights, a
 SentencePiece model trained on the built-in text); without the data flags a
 classification task and SQuAD-format files are made from `--corpus`: the
-docstrings of the standard library, or the Rust books (another domain). PyTorch and `transformers` come from
-`requirements-peers.txt`. Writes `parity.json` and prints the tables.
+docstrings of the standard library, or the Rust books (another domain).
+PyTorch and `transformers` come from `requirements-peers.txt`. Writes
+`parity.json` and prints the tables.
 
 Here: `ParityOptions`, `run`, `format_tables` and `main`. The modules:
 
@@ -68,10 +69,10 @@ from benchmarks.finetune_parity.reference import reference_squad_outcome
 from benchmarks.finetune_parity.steps import step_parity
 from benchmarks.finetune_parity.tasks import _spm_file
 from benchmarks.finetune_parity.tasks import build_tiny_checkpoint
+from benchmarks.finetune_parity.tasks import check_corpus
 from benchmarks.finetune_parity.tasks import classification_data
 from benchmarks.finetune_parity.tasks import convert_to_huggingface
 from benchmarks.finetune_parity.tasks import squad_data
-from benchmarks.finetune_parity.tasks import check_corpus
 from benchmarks.finetune_parity.tasks import write_classification_task
 from benchmarks.finetune_parity.tasks import write_squad_files
 from data_prep import safe_io
