@@ -43,7 +43,7 @@ def run(options, strategy=None):
             if options.export_format == "litert":
                 report["export_litert"] = _export_litert(
                     trainer, options, report["export"])
-    cli.log_report(report, ("best", "submission", "export"))
+    cli.log_report(report, ("best", "submission", "export", "export_litert"))
     return report
 
 
