@@ -169,10 +169,11 @@ def run(preset, seq_length, agreement_texts, iterations, workdir):
     for quantization in ("float32", "float16", "int8"):
         files[quantization] = litert.export_encoder(
             pretrainer.encoder, proto, os.path.join(workdir, quantization),
-            seq_length, quantization=quantization)
+            seq_length, quantization=quantization, overwrite=True)
         print(f"  converted encoder.tflite, {quantization}", flush=True)
     classifier_file = litert.export_classifier(
-        classifier, proto, labels, os.path.join(workdir, "int8"), seq_length)
+        classifier, proto, labels, os.path.join(workdir, "int8"), seq_length,
+        overwrite=True)
 
     words = " ".join(serving_common.texts(4)).split()
     long_text, _ = serving_common.text_of_length(words, sp_model, seq_length)

@@ -291,22 +291,40 @@ def litert_folder(export_dir, model_name, version):
     return os.path.join(export_dir, model_name + LITERT_SUFFIX, str(version))
 
 
+def _free(path, overwrite):
+    """`path`, refused before any conversion when a file is there (a model
+    this run did not write is never replaced) unless `overwrite`."""
+    if os.path.exists(path) and not overwrite:
+        raise FileExistsError(f"{path} exists; it is left as it is (export "
+                              "into another folder or version, or remove it)")
+    return path
+
+
 def export_encoder(encoder, spm_model_proto, folder, max_seq_length=128,
-                   do_lower_case=True, quantization="int8"):
-    """Writes `folder/encoder.tflite`; returns its path."""
+                   do_lower_case=True, quantization="int8", overwrite=False):
+    """Writes `folder/encoder.tflite`; returns its path.
+
+    Raises:
+        FileExistsError: the file exists and not `overwrite`.
+    """
+    path = _free(os.path.join(folder, ENCODER_FILE), overwrite)
     return write_model(
         encoder_model(encoder, spm_model_proto, max_seq_length, do_lower_case,
-                      quantization), os.path.join(folder, ENCODER_FILE))
+                      quantization), path)
 
 
 def export_classifier(model, spm_model_proto, labels, folder,
                       max_seq_length=128, do_lower_case=True,
-                      quantization="int8"):
-    """Writes `folder/classifier.tflite`; returns its path."""
+                      quantization="int8", overwrite=False):
+    """Writes `folder/classifier.tflite`; returns its path.
+
+    Raises:
+        FileExistsError: the file exists and not `overwrite`.
+    """
+    path = _free(os.path.join(folder, CLASSIFIER_FILE), overwrite)
     return write_model(
         classifier_model(model, spm_model_proto, labels, max_seq_length,
-                         do_lower_case, quantization),
-        os.path.join(folder, CLASSIFIER_FILE))
+                         do_lower_case, quantization), path)
 
 
 def export_from_checkpoint(export_options, version, quantization="int8"):

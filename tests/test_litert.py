@@ -195,3 +195,16 @@ def test_classifier_needs_one_label_per_class():
                              num_classes=2)
     with pytest.raises(ValueError, match="Received: labels=\\['a'\\]"):
         litert.classifier_model(model, b"", ["a"])
+
+
+def test_an_existing_model_file_is_never_replaced(tmp_path):
+    from albert_tf import AlbertConfig
+    from albert_tf import AlbertEncoder
+    from export import litert
+
+    existing = tmp_path / litert.ENCODER_FILE
+    existing.write_bytes(b"a model of another run")
+    encoder = AlbertEncoder(AlbertConfig.from_preset("tiny"))
+    with pytest.raises(FileExistsError, match="left as it is"):
+        litert.export_encoder(encoder, b"", str(tmp_path))
+    assert existing.read_bytes() == b"a model of another run"

@@ -123,6 +123,8 @@ def _char_origins(word, processed, do_lower_case):
     (one); a combining mark belongs to the character before it. None when
     preprocessing the characters one by one does not give `processed` (a
     final sigma, which lowercases by its neighbours)."""
+    if word.isascii() and "``" not in word and "''" not in word:
+        return [(i, i + 1) for i in range(len(word))]  # Only lowercased.
     origins, parts = [], []
     index = 0
     while index < len(word):
