@@ -10,7 +10,9 @@ import pytest
 from benchmarks.finetune_parity import ParityOptions
 from benchmarks.finetune_parity import format_tables
 from benchmarks.finetune_parity import main
+from benchmarks.finetune_parity.outcome import outcome_pair
 from benchmarks.finetune_parity.outcome import outcome_row
+from benchmarks.finetune_parity.outcome import outcome_rows
 from benchmarks.finetune_parity.reference import DECAY_EXCLUSIONS
 from benchmarks.finetune_parity.reference import OfficialAdamW
 from benchmarks.finetune_parity.reference import decays
@@ -20,6 +22,9 @@ from benchmarks.finetune_parity.stats import cosine
 from benchmarks.finetune_parity.stats import relative_difference
 from benchmarks.finetune_parity.stats import verdict
 from benchmarks.finetune_parity.stats import welch_interval
+from benchmarks.finetune_parity.tasks import MAIN_JOB_CHECKPOINT
+from benchmarks.finetune_parity.tasks import MAIN_JOB_SPM
+from benchmarks.finetune_parity.tasks import model_dir_of
 from benchmarks.finetune_parity.tasks import write_classification_task
 from benchmarks.finetune_parity.tasks import write_squad_files
 
@@ -136,6 +141,14 @@ def test_options_are_checked(tmp_path, capsys):
         ParityOptions(str(tmp_path), steps=0).validate()
     with pytest.raises(ValueError, match="--parts"):
         ParityOptions(str(tmp_path), parts=("speed",)).validate()
+    with pytest.raises(ValueError, match="Received: \\['ner'\\]"):
+        ParityOptions(str(tmp_path), outcome_tasks=("ner",)).validate()
+    with pytest.raises(ValueError, match="--outcome_tasks"):
+        ParityOptions(str(tmp_path), outcome_tasks=()).validate()
+    with pytest.raises(ValueError, match="Received: --first_seed=-1"):
+        ParityOptions(str(tmp_path), first_seed=-1).validate()
+    with pytest.raises(ValueError, match="Received: --outcome_dropout=1.0"):
+        ParityOptions(str(tmp_path), outcome_dropout=1.0).validate()
     # A bad flag: one line, no traceback, nothing written.
     out = str(tmp_path / "out")
     code = main([f"--output_dir={out}", "--train_file=missing.json",
@@ -144,6 +157,74 @@ def test_options_are_checked(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "No SQuAD file at missing.json" in err
     assert not os.path.exists(out)
+
+
+def test_seeds_measured_before_are_read_back(tmp_path):
+    """A rerun (or another process's seeds, `--first_seed`) reads back a
+    seed measured on the same input bytes with the same settings, and runs
+    it again when either changed."""
+    data = tmp_path / "train.json"
+    data.write_text("one")
+    calls = []
+
+    def ours(seed, work):
+        calls.append(("ours", seed))
+        assert os.path.isdir(work)
+        return {"exact": 10.0 + seed, "f1": 20.0 + len(calls)}
+
+    def reference(seed):
+        calls.append(("reference", seed))
+        return {"exact": 11.0, "f1": 21.0}
+
+    out, settings = str(tmp_path / "out"), {"steps": 5, "learning_rate": 5e-4}
+    first = outcome_pair(out, "squad_v1.1", 3, [str(data)], settings, ours,
+                         reference)
+    assert not first["read_back"] and len(calls) == 2
+    again = outcome_pair(out, "squad_v1.1", 3, [str(data)], dict(settings),
+                         ours, reference)
+    assert again == dict(first, read_back=True) and len(calls) == 2
+    outcome_pair(out, "squad_v1.1", 3, [str(data)], dict(settings, steps=6),
+                 ours, reference)
+    assert len(calls) == 4
+    data.write_text("two")
+    changed = outcome_pair(out, "squad_v1.1", 3, [str(data)],
+                           dict(settings, steps=6), ours, reference)
+    assert not changed["read_back"] and len(calls) == 6
+    rows = outcome_rows("squad_v1.1", [first["ours"], changed["ours"]],
+                        [first["reference"], changed["reference"]])
+    assert sorted(rows) == ["squad_v1.1 exact", "squad_v1.1 f1"]
+    assert rows["squad_v1.1 exact"]["metric"] == "EM"
+    assert set(outcome_rows("sst-2", [80.0, 81.0], [80.0, 80.5])) == {"sst-2"}
+
+
+def test_main_jobs_folder_is_a_starting_point(tmp_path):
+    """`--init_checkpoint=runs/quickstart`: the main job's best checkpoint
+    and vocabulary become one model directory; other paths stay as given."""
+    from albert_tf.training import checkpoint
+    from benchmarks.finetune_parity.tasks import _spm_file
+    from benchmarks.finetune_parity.tasks import build_tiny_checkpoint
+
+    model = build_tiny_checkpoint(str(tmp_path / "model"))
+    main_job = tmp_path / "quickstart"
+    best = main_job / MAIN_JOB_CHECKPOINT
+    best.mkdir(parents=True)
+    (main_job / MAIN_JOB_SPM).parent.mkdir()
+    os.rename(os.path.join(model, checkpoint.SPM_NAME), main_job / MAIN_JOB_SPM)
+    with pytest.raises(ValueError, match="has no checkpoint"):
+        model_dir_of(str(main_job), str(tmp_path / "work"))
+    for name in os.listdir(model):  # saved as the trainer names them
+        os.rename(os.path.join(model, name), best / name.replace(
+            checkpoint.CHECKPOINT_NAME, "ckpt-7"))
+    with open(best / "checkpoint", "w") as f:
+        f.write('model_checkpoint_path: "ckpt-7"\n')
+    assert model_dir_of(str(best), str(tmp_path)) == str(best)
+    made = model_dir_of(str(main_job), str(tmp_path / "work"))
+    assert made == str(tmp_path / "work" / "main_job_model")
+    assert _spm_file(made) == os.path.join(made, checkpoint.SPM_NAME)
+    assert checkpoint.resolve_checkpoint(made) == os.path.join(
+        made, checkpoint.CHECKPOINT_NAME)
+    assert checkpoint.find_in_model_dir(made, [checkpoint.CONFIG_NAME])
+    assert not os.path.exists(made + ".partial")
 
 
 def test_tables_name_the_cpu():

@@ -34,10 +34,15 @@ the reference"):
     python -m benchmarks.finetune_parity --output_dir=parity
         [--init_checkpoint=DIR] [--task_name=sst-2 --data_dir=DIR]
         [--train_file=F --predict_file=F] [--steps=200] [--seeds=5]
-        [--outcome_steps=1000] [--corpus=docstrings|rust_book]
+        [--first_seed=0] [--outcome_steps=1000] [--outcome_dropout=0.1]
+        [--outcome_tasks=classification,squad] [--parts=steps,features,outcome]
+        [--corpus=docstrings|rust_book]
 
-Without `--init_checkpoint` a tiny model is built (random weights, a
-SentencePiece model trained on the built-in text); without the data flags a
+`--init_checkpoint` is a model directory or the main job's output folder
+(its best checkpoint and vocabulary); without it a tiny model is built
+(random weights, a SentencePiece model trained on the built-in text).
+Each outcome seed is kept in `<output_dir>/outcome_runs/` and read back by
+a rerun on the same inputs and settings. Without the data flags a
 classification task and SQuAD-format files are made from `--corpus`: the
 docstrings of the standard library, or the Rust books (another domain).
 PyTorch and `transformers` come from `requirements-peers.txt`. Writes
@@ -63,7 +68,8 @@ import time
 
 from benchmarks.finetune_parity.features import features_parity
 from benchmarks.finetune_parity.outcome import ours_outcome
-from benchmarks.finetune_parity.outcome import outcome_row
+from benchmarks.finetune_parity.outcome import outcome_pair
+from benchmarks.finetune_parity.outcome import outcome_rows
 from benchmarks.finetune_parity.reference import reference_classification_outcome
 from benchmarks.finetune_parity.reference import reference_squad_outcome
 from benchmarks.finetune_parity.steps import step_parity
@@ -72,6 +78,7 @@ from benchmarks.finetune_parity.tasks import build_tiny_checkpoint
 from benchmarks.finetune_parity.tasks import check_corpus
 from benchmarks.finetune_parity.tasks import classification_data
 from benchmarks.finetune_parity.tasks import convert_to_huggingface
+from benchmarks.finetune_parity.tasks import model_dir_of
 from benchmarks.finetune_parity.tasks import squad_data
 from benchmarks.finetune_parity.tasks import write_classification_task
 from benchmarks.finetune_parity.tasks import write_squad_files
@@ -153,13 +160,16 @@ class ParityOptions:
     batch_size: int = 8
     learning_rate: float = 1e-4
     seeds: int = 5
+    first_seed: int = 0
     outcome_steps: int = 1000
     outcome_learning_rate: float = 5e-4
+    outcome_dropout: float = 0.1
     max_seq_length: int = 64
     squad_max_seq_length: int = 128
     doc_stride: int = 64
     max_query_length: int = 32
     parts: tuple = ("steps", "features", "outcome")
+    outcome_tasks: tuple = ("classification", "squad")
     corpus: str = "docstrings"
 
     def validate(self):
@@ -172,6 +182,12 @@ class ParityOptions:
             raise ValueError("--train_file and --predict_file go together. "
                              f"Received: --train_file={self.train_file}, "
                              f"--predict_file={self.predict_file}")
+        if not 0.0 <= self.outcome_dropout < 1.0:
+            raise ValueError("--outcome_dropout is a probability in [0, 1). "
+                             f"Received: --outcome_dropout={self.outcome_dropout}")
+        if self.first_seed < 0:
+            raise ValueError("--first_seed must be 0 or more. Received: "
+                             f"--first_seed={self.first_seed}")
         for name in ("steps", "batch_size", "seeds", "outcome_steps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name} must be positive. Received: "
@@ -186,6 +202,10 @@ class ParityOptions:
         if unknown:
             raise ValueError("--parts takes steps, features, outcome. "
                              f"Received: {sorted(unknown)}")
+        unknown = set(self.outcome_tasks) - {"classification", "squad"}
+        if unknown or not self.outcome_tasks:
+            raise ValueError("--outcome_tasks takes classification, squad. "
+                             f"Received: {sorted(unknown or ['(none)'])}")
 
 
 def run(options, log=print):
@@ -194,8 +214,9 @@ def run(options, log=print):
     work = options.output_dir
     os.makedirs(work, exist_ok=True)
     start = time.time()
-    init = options.init_checkpoint or build_tiny_checkpoint(
-        os.path.join(work, "tiny_model"))
+    init = (model_dir_of(options.init_checkpoint, work)
+            if options.init_checkpoint
+            else build_tiny_checkpoint(os.path.join(work, "tiny_model")))
     hf_dir = convert_to_huggingface(init, os.path.join(work, "huggingface"))
     spm_file = _spm_file(init)
     if spm_file is None:
@@ -264,43 +285,48 @@ def _write(work, result):
 
 def _outcome(options, result, init, hf_dir, task_name, data_dir, squad_files,
              log):
-    work = options.output_dir
     common = dict(steps=options.outcome_steps, batch_size=options.batch_size * 2,
-                  learning_rate=options.outcome_learning_rate)
-    ours, theirs = [], []
-    for seed in range(options.seeds):
-        ours.append(ours_outcome(
-            "classification", init, work, seed, task_name=task_name,
-            data_dir=data_dir, max_seq_length=options.max_seq_length, **common))
-        theirs.append(reference_classification_outcome(
-            hf_dir, task_name, data_dir, seed,
-            max_seq_length=options.max_seq_length, **common))
-        log(f"outcome classification seed {seed}: here {ours[-1]:.1f}, "
-            f"reference {theirs[-1]:.1f}")
-    result["outcome"]["classification"] = outcome_row("accuracy", ours, theirs)
-    _write(work, result)
-    version = "squad_v1.1" if "squad_v1.1" in squad_files else None
-    if version is None:
-        return
-    train_file, predict_file = squad_files[version]
-    ours, theirs = [], []
-    for seed in range(options.seeds):
-        ours.append(ours_outcome(
-            "squad", init, work, seed, train_file=train_file,
-            predict_file=predict_file,
-            max_seq_length=options.squad_max_seq_length,
-            doc_stride=options.doc_stride,
-            max_query_length=options.max_query_length, **common))
-        theirs.append(reference_squad_outcome(
-            hf_dir, train_file, predict_file, seed,
-            max_seq_length=options.squad_max_seq_length,
-            doc_stride=options.doc_stride, **common))
-        log(f"outcome {version} seed {seed}: here {ours[-1]}, reference "
-            f"{theirs[-1]}")
-    for metric in ("exact", "f1"):
-        result["outcome"][f"{version} {metric}"] = outcome_row(
-            "EM" if metric == "exact" else "F1", [o[metric] for o in ours],
-            [t[metric] for t in theirs])
+                  learning_rate=options.outcome_learning_rate,
+                  dropout=options.outcome_dropout)
+    runs = {}
+    if "classification" in options.outcome_tasks:
+        sentence = dict(max_seq_length=options.max_seq_length)
+        runs["classification"] = (
+            [init, data_dir], dict(common, task_name=task_name, **sentence),
+            lambda seed, work: ours_outcome(
+                "classification", init, work, seed, task_name=task_name,
+                data_dir=data_dir, **sentence, **common),
+            lambda seed: reference_classification_outcome(
+                hf_dir, task_name, data_dir, seed, **sentence, **common))
+    version = "squad_v1.1"
+    if version in squad_files and "squad" in options.outcome_tasks:
+        train_file, predict_file = squad_files[version]
+        window = dict(max_seq_length=options.squad_max_seq_length,
+                      doc_stride=options.doc_stride)
+        runs[version] = (
+            [init, train_file, predict_file],
+            dict(common, max_query_length=options.max_query_length, **window),
+            lambda seed, work: ours_outcome(
+                "squad", init, work, seed, train_file=train_file,
+                predict_file=predict_file,
+                max_query_length=options.max_query_length, **window,
+                **common),
+            lambda seed: reference_squad_outcome(
+                hf_dir, train_file, predict_file, seed, **window, **common))
+    for name, (inputs, settings, ours_run, reference_run) in runs.items():
+        ours, theirs = [], []
+        for seed in range(options.first_seed,
+                          options.first_seed + options.seeds):
+            pair = outcome_pair(options.output_dir, name, seed, inputs,
+                                settings, ours_run, reference_run)
+            ours.append(pair["ours"])
+            theirs.append(pair["reference"])
+            log(f"outcome {name} seed {seed}: here {pair['ours']}, reference "
+                f"{pair['reference']}" + (" (measured before, read back)"
+                                          if pair["read_back"] else ""))
+            if len(ours) > 1 or len(ours) == options.seeds:  # a row a seed
+                result["outcome"].update(outcome_rows(name, ours, theirs))
+                _write(options.output_dir, result)
 
 
 def _reference_versions():
@@ -321,8 +347,8 @@ def main(argv=None):
     defaults = ParityOptions(output_dir=None)
     for field in dataclasses.fields(ParityOptions):
         default = getattr(defaults, field.name)
-        if field.name == "parts":
-            parser.add_argument("--parts", default=",".join(default))
+        if field.name in ("parts", "outcome_tasks"):
+            parser.add_argument(f"--{field.name}", default=",".join(default))
         elif field.type is bool or isinstance(default, bool):
             parser.add_argument(f"--{field.name}", action="store_true")
         else:
@@ -330,7 +356,8 @@ def main(argv=None):
             parser.add_argument(f"--{field.name}", type=kind, default=default,
                                 required=field.name == "output_dir")
     args = vars(parser.parse_args(argv))
-    args["parts"] = tuple(p for p in args["parts"].split(",") if p)
+    for name in ("parts", "outcome_tasks"):
+        args[name] = tuple(p for p in args[name].split(",") if p)
     options = ParityOptions(**args)
     try:
         options.validate()

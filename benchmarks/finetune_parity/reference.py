@@ -22,7 +22,9 @@ def _torch():
     import transformers
 
     transformers.logging.set_verbosity_error()
-    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    # OMP_NUM_THREADS, where set, as TensorFlow's oneDNN kernels read it.
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or 0)
+                          or max(1, os.cpu_count() or 1))
     return torch, transformers
 
 
@@ -318,9 +320,10 @@ def _reference_train(torch, transformers, model, arrays, names, steps,
 
 
 def reference_classification_outcome(hf_dir, task_name, data_dir, seed, steps,
-                                     batch_size, learning_rate, max_seq_length):
-    """`AlbertForSequenceClassification` with the usual PyTorch recipe;
-    dev accuracy in percent."""
+                                     batch_size, learning_rate, max_seq_length,
+                                     dropout=0.1):
+    """`AlbertForSequenceClassification` with the usual PyTorch recipe and
+    `dropout` (encoder and classifier); dev accuracy in percent."""
     from albert_tf.tasks import glue
 
     torch, transformers = _torch()
@@ -340,7 +343,7 @@ def reference_classification_outcome(hf_dir, task_name, data_dir, seed, steps,
                          "token_type_ids": encoded["token_type_ids"],
                          "labels": [task.labels.index(e.label)
                                     for e in examples]}
-    config = reference_config(hf_dir, num_labels=task.num_classes)
+    config = reference_config(hf_dir, dropout, num_labels=task.num_classes)
     model = transformers.AlbertForSequenceClassification.from_pretrained(
         hf_dir, config=config)
     _reference_train(torch, transformers, model, arrays["train"],
@@ -432,16 +435,16 @@ def _reference_squad_inputs(hf_dir, train_file, predict_file, max_seq_length,
 
 def reference_squad_outcome(hf_dir, train_file, predict_file, seed, steps,
                             batch_size, learning_rate, max_seq_length,
-                            doc_stride):
-    """`AlbertForQuestionAnswering` with the usual PyTorch recipe; EM and F1
-    by the official v1.1 script (transcribed)."""
+                            doc_stride, dropout=0.1):
+    """`AlbertForQuestionAnswering` with the usual PyTorch recipe and
+    `dropout`; EM and F1 by the official v1.1 script (transcribed)."""
     from albert_tf.tasks import squad
 
     torch, transformers = _torch()
     torch.manual_seed(seed)
     arrays, windows = _reference_squad_inputs(
         hf_dir, train_file, predict_file, max_seq_length, doc_stride)
-    config = reference_config(hf_dir)
+    config = reference_config(hf_dir, dropout)
     model = transformers.AlbertForQuestionAnswering.from_pretrained(
         hf_dir, config=config)
     _reference_train(torch, transformers, model, arrays,

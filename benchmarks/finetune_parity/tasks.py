@@ -114,6 +114,8 @@ def write_classification_task(data_dir, corpus="docstrings", max_train=None,
 _WORD = re.compile(r"[A-Za-z]{5,}")
 # Words of the sentence kept on each side of the blank of a question.
 QUESTION_WORDS = 8
+# Sentences of a document that make a context.
+CONTEXT_SENTENCES = 10
 
 
 def _squad_records(docs, rng, with_impossible,
@@ -124,7 +126,7 @@ def _squad_records(docs, rng, with_impossible,
     document's sentence and have no answer."""
     paragraphs = []
     for d, doc in enumerate(docs):
-        sentences = [_clean(s) for s in doc if _clean(s)][:10]
+        sentences = [_clean(s) for s in doc if _clean(s)][:CONTEXT_SENTENCES]
         if len(sentences) < 3:
             continue
         context = " ".join(sentences)
@@ -204,6 +206,46 @@ def build_tiny_checkpoint(model_dir, seed=0):
     checkpoint.save_model_dir(model, model_dir, spm_model_file=spm_file)
     os.remove(spm_file)
     return model_dir
+
+
+# The main job's folder (`python -m albert_apps.quickstart`): its best
+# checkpoint (config beside it) and its vocabulary.
+MAIN_JOB_CHECKPOINT = os.path.join("pretrain", "best")
+MAIN_JOB_SPM = os.path.join("data", "spm.model")
+
+
+def model_dir_of(path, work_dir):
+    """A model directory (config, checkpoint, `spm.model`) for `path`:
+    `path` itself, or, for the main job's output folder, its best
+    checkpoint and vocabulary copied into `<work_dir>/main_job_model`."""
+    import shutil
+
+    from albert_tf.training import checkpoint
+
+    best = os.path.join(path, MAIN_JOB_CHECKPOINT)
+    spm = os.path.join(path, MAIN_JOB_SPM)
+    if not (os.path.isdir(best) and os.path.isfile(spm)):
+        return path
+    try:
+        prefix = checkpoint.resolve_checkpoint(best)
+    except FileNotFoundError as error:
+        raise ValueError(f"The main job's folder {path} has no checkpoint "
+                         f"({error}; run the main job to its end). Received: "
+                         f"--init_checkpoint={path}") from None
+    out = os.path.join(work_dir, "main_job_model")
+    staging = out + ".partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    os.makedirs(staging)
+    folder, stem = os.path.split(prefix)
+    for name in os.listdir(folder):  # the checkpoint as model.ckpt.*
+        if name.startswith(stem + "."):
+            shutil.copy2(os.path.join(folder, name), os.path.join(
+                staging, checkpoint.CHECKPOINT_NAME + name[len(stem):]))
+    shutil.copy2(os.path.join(best, checkpoint.CONFIG_NAME), staging)
+    shutil.copy2(spm, os.path.join(staging, checkpoint.SPM_NAME))
+    shutil.rmtree(out, ignore_errors=True)
+    os.rename(staging, out)
+    return out
 
 
 def convert_to_huggingface(init_checkpoint, output_dir):
