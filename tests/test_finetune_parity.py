@@ -145,6 +145,8 @@ def test_options_are_checked(tmp_path, capsys):
         ParityOptions(str(tmp_path), outcome_tasks=("ner",)).validate()
     with pytest.raises(ValueError, match="--outcome_tasks"):
         ParityOptions(str(tmp_path), outcome_tasks=()).validate()
+    with pytest.raises(ValueError, match="Received: --reference_recipe=tf"):
+        ParityOptions(str(tmp_path), reference_recipe="tf").validate()
     with pytest.raises(ValueError, match="Received: --first_seed=-1"):
         ParityOptions(str(tmp_path), first_seed=-1).validate()
     with pytest.raises(ValueError, match="Received: --outcome_dropout=1.0"):
@@ -305,6 +307,22 @@ def test_short_run_matches_the_reference(tmp_path):
     for row in result["outcome"].values():
         assert row["seeds"] == 2
         assert row["verdict"] in ("same within noise", "can't tell", "differs")
+    # The reference given the official rule: this side's seeds are measured
+    # again (same inputs, same numbers), the reference's with OfficialAdamW.
+    code = main([
+        f"--output_dir={out}", "--task_name=rte", f"--data_dir={rte}",
+        f"--train_file={train_file}", f"--predict_file={dev_file}",
+        "--parts=outcome", "--outcome_tasks=classification", "--seeds=2",
+        "--outcome_steps=20", "--reference_recipe=official"])
+    assert code == 0
+    with open(os.path.join(out, "parity.json")) as f:
+        official = json.load(f)
+    assert official["reference_recipe"] == "official"
+    assert set(official["outcome"]) == {"classification"}
+    assert (official["outcome"]["classification"]["ours"]
+            == result["outcome"]["classification"]["ours"])
+    with open(os.path.join(out, "outcome_runs", "classification_1.json")) as f:
+        assert json.load(f)["key"]["settings"]["recipe"] == "official"
 
 
 @pytest.mark.slow

@@ -296,10 +296,27 @@ def _reference_optimizer(torch, transformers, model, learning_rate, steps):
     return optimizer, schedule
 
 
+# The reference's outcome recipes: its own (`torch.optim.AdamW`,
+# `get_linear_schedule_with_warmup`, `clip_grad_norm_`), or this project's
+# official rule written in torch (`OfficialAdamW`), to attribute a gap.
+REFERENCE_RECIPES = ("pytorch", "official")
+
+
 def _reference_train(torch, transformers, model, arrays, names, steps,
-                     batch_size, learning_rate, seed):
-    optimizer, schedule = _reference_optimizer(torch, transformers, model,
-                                               learning_rate, steps)
+                     batch_size, learning_rate, seed, recipe="pytorch"):
+    if recipe == "official":
+        # Clips, follows the official schedule and clears the gradients.
+        update = OfficialAdamW(model.named_parameters(), learning_rate, steps,
+                               steps // 10).step
+    else:
+        optimizer, schedule = _reference_optimizer(
+            torch, transformers, model, learning_rate, steps)
+
+        def update():
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            schedule.step()
+            optimizer.zero_grad()
     generator = torch.Generator().manual_seed(seed)
     columns = {k: torch.as_tensor(np.asarray(arrays[k])) for k in names}
     num = len(columns[names[0]])
@@ -310,20 +327,17 @@ def _reference_train(torch, transformers, model, arrays, names, steps,
             order += torch.randperm(num, generator=generator).tolist()
         rows, order = order[:batch_size], order[batch_size:]
         batch = {k: column[rows] for k, column in columns.items()}
-        loss = model(**batch).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        optimizer.zero_grad()
+        model(**batch).loss.backward()
+        update()
     model.eval()
 
 
 def reference_classification_outcome(hf_dir, task_name, data_dir, seed, steps,
                                      batch_size, learning_rate, max_seq_length,
-                                     dropout=0.1):
-    """`AlbertForSequenceClassification` with the usual PyTorch recipe and
-    `dropout` (encoder and classifier); dev accuracy in percent."""
+                                     dropout=0.1, recipe="pytorch"):
+    """`AlbertForSequenceClassification` with `recipe` (see
+    `REFERENCE_RECIPES`) and `dropout` (encoder and classifier); dev
+    accuracy in percent."""
     from albert_tf.tasks import glue
 
     torch, transformers = _torch()
@@ -348,7 +362,8 @@ def reference_classification_outcome(hf_dir, task_name, data_dir, seed, steps,
         hf_dir, config=config)
     _reference_train(torch, transformers, model, arrays["train"],
                      ("input_ids", "attention_mask", "token_type_ids",
-                      "labels"), steps, batch_size, learning_rate, seed)
+                      "labels"), steps, batch_size, learning_rate, seed,
+                     recipe)
     dev = arrays["dev"]
     predictions = []
     with torch.no_grad():
@@ -435,9 +450,9 @@ def _reference_squad_inputs(hf_dir, train_file, predict_file, max_seq_length,
 
 def reference_squad_outcome(hf_dir, train_file, predict_file, seed, steps,
                             batch_size, learning_rate, max_seq_length,
-                            doc_stride, dropout=0.1):
-    """`AlbertForQuestionAnswering` with the usual PyTorch recipe and
-    `dropout`; EM and F1 by the official v1.1 script (transcribed)."""
+                            doc_stride, dropout=0.1, recipe="pytorch"):
+    """`AlbertForQuestionAnswering` with `recipe` (see `REFERENCE_RECIPES`)
+    and `dropout`; EM and F1 by the official v1.1 script (transcribed)."""
     from albert_tf.tasks import squad
 
     torch, transformers = _torch()
@@ -448,7 +463,8 @@ def reference_squad_outcome(hf_dir, train_file, predict_file, seed, steps,
     model = transformers.AlbertForQuestionAnswering.from_pretrained(
         hf_dir, config=config)
     _reference_train(torch, transformers, model, arrays,
-                     tuple(arrays), steps, batch_size, learning_rate, seed)
+                     tuple(arrays), steps, batch_size, learning_rate, seed,
+                     recipe)
     predictions = reference_squad_predictions(model, windows)
     data, _ = squad.load_dataset(predict_file)
     result = official_squad_v1(data, predictions)
