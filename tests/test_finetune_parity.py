@@ -188,6 +188,11 @@ def test_seeds_measured_before_are_read_back(tmp_path):
     outcome_pair(out, "squad_v1.1", 3, [str(data)], dict(settings, steps=6),
                  ours, reference)
     assert len(calls) == 4
+    kept = [n for n in os.listdir(os.path.join(out, "outcome_runs"))
+            if n.endswith(".json")]
+    assert len(kept) == 2  # the first settings' result is not replaced
+    assert outcome_pair(out, "squad_v1.1", 3, [str(data)], settings, ours,
+                        reference)["read_back"]
     data.write_text("two")
     changed = outcome_pair(out, "squad_v1.1", 3, [str(data)],
                            dict(settings, steps=6), ours, reference)
@@ -321,8 +326,13 @@ def test_short_run_matches_the_reference(tmp_path):
     assert set(official["outcome"]) == {"classification"}
     assert (official["outcome"]["classification"]["ours"]
             == result["outcome"]["classification"]["ours"])
-    with open(os.path.join(out, "outcome_runs", "classification_1.json")) as f:
-        assert json.load(f)["key"]["settings"]["recipe"] == "official"
+    kept = [name for name in os.listdir(os.path.join(out, "outcome_runs"))
+            if name.startswith("classification_1_") and name.endswith(".json")]
+    recipes = []
+    for name in kept:  # the first run's seed is kept beside the new one
+        with open(os.path.join(out, "outcome_runs", name)) as f:
+            recipes.append(json.load(f)["key"]["settings"].get("recipe"))
+    assert sorted(recipes, key=str) == [None, "official"]
 
 
 @pytest.mark.slow

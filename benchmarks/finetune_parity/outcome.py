@@ -68,32 +68,30 @@ def fingerprint(paths):
 
 def outcome_pair(output_dir, name, seed, inputs, settings, run_ours,
                  run_reference):
-    """Seed `seed` of task `name` on both sides: read back from
-    `<output_dir>/outcome_runs/<name>_<seed>.json` when that was measured
-    on the same inputs (their bytes) with the same settings, else run and
-    kept there, so that a stopped benchmark resumes and seeds can be split
-    among processes (`--first_seed`).
+    """Seed `seed` of task `name` on both sides, read back when it was
+    measured before on the same inputs (their bytes) with the same settings,
+    else run; kept in `<output_dir>/outcome_runs/<name>_<seed>_<key>.json`
+    (one file a key: other settings never replace it), so that a stopped
+    benchmark resumes and seeds can be split among processes
+    (`--first_seed`).
 
     Returns:
         `{"ours", "reference", "read_back"}`.
     """
     key = {"task": name, "seed": seed, "settings": settings,
            "inputs": fingerprint(inputs)}
-    path = os.path.join(output_dir, RUNS_DIR, f"{name}_{seed}.json")
-    if os.path.isfile(path):
-        with open(path) as f:
+    stem = os.path.join(output_dir, RUNS_DIR, f"{name}_{seed}_" + hashlib.sha256(
+        json.dumps(key, sort_keys=True).encode()).hexdigest()[:12])
+    if os.path.isfile(stem + ".json"):
+        with open(stem + ".json") as f:
             kept = json.load(f)
         if kept.get("key") == key:
             return {"ours": kept["ours"], "reference": kept["reference"],
                     "read_back": True}
-    work = os.path.join(output_dir, RUNS_DIR, f"{name}_{seed}_"
-                        + hashlib.sha256(json.dumps(key, sort_keys=True)
-                                         .encode()).hexdigest()[:12])
-    os.makedirs(work, exist_ok=True)
-    pair = {"key": key, "ours": run_ours(seed, work),
+    os.makedirs(stem, exist_ok=True)  # this side's job folder
+    pair = {"key": key, "ours": run_ours(seed, stem),
             "reference": run_reference(seed)}
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    safe_io.write_atomically(path, json.dumps(pair, indent=1))
+    safe_io.write_atomically(stem + ".json", json.dumps(pair, indent=1))
     return {"ours": pair["ours"], "reference": pair["reference"],
             "read_back": False}
 
