@@ -10,6 +10,7 @@ import pytest
 from benchmarks.finetune_parity import ParityOptions
 from benchmarks.finetune_parity import format_tables
 from benchmarks.finetune_parity import main
+from benchmarks.finetune_parity import run
 from benchmarks.finetune_parity.outcome import outcome_pair
 from benchmarks.finetune_parity.outcome import outcome_row
 from benchmarks.finetune_parity.outcome import outcome_rows
@@ -232,6 +233,13 @@ def test_main_jobs_folder_is_a_starting_point(tmp_path):
         made, checkpoint.CHECKPOINT_NAME)
     assert checkpoint.find_in_model_dir(made, [checkpoint.CONFIG_NAME])
     assert not os.path.exists(made + ".partial")
+    # Windows longer than the checkpoint's positions (the main job's model
+    # has 64) are refused before any conversion or training.
+    with pytest.raises(ValueError, match="--squad_max_seq_length=512 is "
+                       "longer than the checkpoint's max_position_embeddings"):
+        run(ParityOptions(str(tmp_path / "parity"), init_checkpoint=str(
+            main_job), parts=("features",), squad_max_seq_length=512))
+    assert not os.path.exists(tmp_path / "parity" / "huggingface")
 
 
 def test_tables_name_the_cpu():

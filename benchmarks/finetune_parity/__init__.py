@@ -78,6 +78,7 @@ from benchmarks.finetune_parity.steps import step_parity
 from benchmarks.finetune_parity.tasks import _spm_file
 from benchmarks.finetune_parity.tasks import build_tiny_checkpoint
 from benchmarks.finetune_parity.tasks import check_corpus
+from benchmarks.finetune_parity.tasks import check_lengths
 from benchmarks.finetune_parity.tasks import classification_data
 from benchmarks.finetune_parity.tasks import convert_to_huggingface
 from benchmarks.finetune_parity.tasks import model_dir_of
@@ -228,6 +229,8 @@ def run(options, log=print):
     init = (model_dir_of(options.init_checkpoint, work)
             if options.init_checkpoint
             else build_tiny_checkpoint(os.path.join(work, "tiny_model")))
+    check_lengths(init, {"--max_seq_length": options.max_seq_length,
+                         "--squad_max_seq_length": options.squad_max_seq_length})
     hf_dir = convert_to_huggingface(init, os.path.join(work, "huggingface"))
     spm_file = _spm_file(init)
     if spm_file is None:

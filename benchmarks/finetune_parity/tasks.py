@@ -276,6 +276,30 @@ def _config_file(init_checkpoint, work_dir, dropout):
     return out
 
 
+def check_lengths(init_checkpoint, lengths):
+    """Refuses sequence lengths (`{flag: length}`) the checkpoint has no
+    positions for, before any work.
+
+    Raises:
+        ValueError: naming the flag and the checkpoint's limit.
+    """
+    from albert_tf.config import AlbertConfig
+    from albert_tf.training import checkpoint
+
+    path = checkpoint.find_in_model_dir(init_checkpoint,
+                                        [checkpoint.CONFIG_NAME])
+    if path is None:
+        raise ValueError(f"No {checkpoint.CONFIG_NAME} beside the checkpoint. "
+                         f"Received: --init_checkpoint={init_checkpoint}")
+    positions = AlbertConfig.from_json_file(path).max_position_embeddings
+    for flag, length in lengths.items():
+        if length > positions:
+            raise ValueError(
+                f"{flag}={length} is longer than the checkpoint's "
+                f"max_position_embeddings={positions} ({path}); use "
+                f"{flag}={positions} or less. Received: {flag}={length}")
+
+
 def _spm_file(init_checkpoint):
     from albert_tf.convert import pretrained
 
