@@ -11,6 +11,7 @@ from benchmarks.finetune_parity import ParityOptions
 from benchmarks.finetune_parity import format_tables
 from benchmarks.finetune_parity import main
 from benchmarks.finetune_parity import run
+from benchmarks.finetune_parity.outcome import fingerprint
 from benchmarks.finetune_parity.outcome import outcome_pair
 from benchmarks.finetune_parity.outcome import outcome_row
 from benchmarks.finetune_parity.outcome import outcome_rows
@@ -180,22 +181,31 @@ def test_seeds_measured_before_are_read_back(tmp_path):
         return {"exact": 11.0, "f1": 21.0}
 
     out, settings = str(tmp_path / "out"), {"steps": 5, "learning_rate": 5e-4}
-    first = outcome_pair(out, "squad_v1.1", 3, [str(data)], settings, ours,
+    inputs = fingerprint([str(data)])
+    first = outcome_pair(out, "squad_v1.1", 3, inputs, settings, ours,
                          reference)
     assert not first["read_back"] and len(calls) == 2
-    again = outcome_pair(out, "squad_v1.1", 3, [str(data)], dict(settings),
+    again = outcome_pair(out, "squad_v1.1", 3, inputs, dict(settings),
                          ours, reference)
     assert again == dict(first, read_back=True) and len(calls) == 2
-    outcome_pair(out, "squad_v1.1", 3, [str(data)], dict(settings, steps=6),
+    outcome_pair(out, "squad_v1.1", 3, inputs, dict(settings, steps=6),
                  ours, reference)
     assert len(calls) == 4
     kept = [n for n in os.listdir(os.path.join(out, "outcome_runs"))
             if n.endswith(".json")]
     assert len(kept) == 2  # the first settings' result is not replaced
-    assert outcome_pair(out, "squad_v1.1", 3, [str(data)], settings, ours,
+    assert outcome_pair(out, "squad_v1.1", 3, inputs, settings, ours,
                         reference)["read_back"]
+    broken = os.path.join(out, "outcome_runs", sorted(kept)[0])
+    with open(broken, "w") as f:
+        f.write('{"key": ')  # damaged by hand: named, never read as a result
+    with pytest.raises(ValueError, match="is no result of this benchmark"):
+        for steps in (5, 6):
+            outcome_pair(out, "squad_v1.1", 3, inputs,
+                         dict(settings, steps=steps), ours, reference)
     data.write_text("two")
-    changed = outcome_pair(out, "squad_v1.1", 3, [str(data)],
+    inputs = fingerprint([str(data)])
+    changed = outcome_pair(out, "squad_v1.1", 3, inputs,
                            dict(settings, steps=6), ours, reference)
     assert not changed["read_back"] and len(calls) == 6
     rows = outcome_rows("squad_v1.1", [first["ours"], changed["ours"]],

@@ -68,6 +68,7 @@ import sys
 import time
 
 from benchmarks.finetune_parity.features import features_parity
+from benchmarks.finetune_parity.outcome import fingerprint
 from benchmarks.finetune_parity.outcome import ours_outcome
 from benchmarks.finetune_parity.outcome import outcome_pair
 from benchmarks.finetune_parity.outcome import outcome_rows
@@ -336,6 +337,7 @@ def _outcome(options, result, init, hf_dir, task_name, data_dir, squad_files,
                 hf_dir, train_file, predict_file, seed, **window, **common,
                 **recipe))
     for name, (inputs, settings, ours_run, reference_run) in runs.items():
+        inputs = fingerprint(inputs)  # once a task: a checkpoint can be large
         ours, theirs = [], []
         for seed in range(options.first_seed,
                           options.first_seed + options.seeds):

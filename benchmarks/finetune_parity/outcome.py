@@ -69,8 +69,9 @@ def fingerprint(paths):
 def outcome_pair(output_dir, name, seed, inputs, settings, run_ours,
                  run_reference):
     """Seed `seed` of task `name` on both sides, read back when it was
-    measured before on the same inputs (their bytes) with the same settings,
-    else run; kept in `<output_dir>/outcome_runs/<name>_<seed>_<key>.json`
+    measured before on the same inputs (`inputs`: the `fingerprint` of the
+    checkpoint's and the data's bytes) with the same settings, else run;
+    kept in `<output_dir>/outcome_runs/<name>_<seed>_<key>.json`
     (one file a key: other settings never replace it), so that a stopped
     benchmark resumes and seeds can be split among processes
     (`--first_seed`).
@@ -79,12 +80,17 @@ def outcome_pair(output_dir, name, seed, inputs, settings, run_ours,
         `{"ours", "reference", "read_back"}`.
     """
     key = {"task": name, "seed": seed, "settings": settings,
-           "inputs": fingerprint(inputs)}
+           "inputs": inputs}
     stem = os.path.join(output_dir, RUNS_DIR, f"{name}_{seed}_" + hashlib.sha256(
         json.dumps(key, sort_keys=True).encode()).hexdigest()[:12])
     if os.path.isfile(stem + ".json"):
         with open(stem + ".json") as f:
-            kept = json.load(f)
+            try:
+                kept = json.load(f)
+            except ValueError as error:
+                raise ValueError(f"{stem}.json is no result of this "
+                                 f"benchmark ({error}); move it away to "
+                                 "measure the seed again") from None
         if kept.get("key") == key:
             return {"ours": kept["ours"], "reference": kept["reference"],
                     "read_back": True}
