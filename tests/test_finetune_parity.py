@@ -112,7 +112,14 @@ def test_made_tasks_read_as_glue_and_squad(tmp_path):
                 assert e.context_text[e.start_char:].startswith(e.answer_text)
                 assert "what" in e.question_text.split()
         assert any(e.is_impossible for e in examples) == version_2
-        assert squad.read_examples(dev_file, False, version_2)[0]
+        dev, _ = squad.read_examples(dev_file, False, version_2)
+        by_context = {}
+        for e in dev:
+            by_context.setdefault(e.context_text, []).append(e.question_text)
+        # Each dev question asked once; more of them a document than train.
+        assert all(len(set(q)) == len(q) for q in by_context.values())
+        assert len(dev) / len(by_context) > len(examples) / len(
+            {e.context_text for e in examples})
 
 
 def test_tasks_of_another_domain(tmp_path):
@@ -269,6 +276,9 @@ def test_tables_name_the_cpu():
     assert "| classification | 200 | 2.00e-07 |" in text
     assert "| squad_v1.1 | 10 | 12 | 12 | none | none |" in text
     assert "| classification | accuracy | 81.0 ± 1.0 | 81.0 ± 0.5 | 3 |" in text
+    outcome_only = format_tables({"cpu": "x", "outcome": result["outcome"]})
+    assert "max rel. loss diff" not in outcome_only  # no empty step table
+    assert "| classification | accuracy |" in outcome_only
 
 
 def _datasets_layout(path, squad_file):

@@ -106,9 +106,11 @@ def cpu_name():
 
 
 def format_tables(result):
-    lines = [f"CPU: {result['cpu']}", "",
-             "| task | steps | max rel. loss diff | min weight cosine | "
-             "min update cosine |", "|---|---|---|---|---|"]
+    lines = [f"CPU: {result['cpu']}"]
+    if result.get("step_parity"):
+        lines += ["", "| task | steps | max rel. loss diff | "
+                  "min weight cosine | min update cosine |",
+                  "|---|---|---|---|---|"]
     for task, row in result.get("step_parity", {}).items():
         lines.append(
             f"| {task} | {row['steps']} | {row['max_rel_loss_diff']:.2e} | "
