@@ -172,7 +172,8 @@ def _squad_records(docs, rng, with_impossible,
 def write_squad_files(directory, version_2=False, corpus="docstrings"):
     """`train.json` and `dev.json` in the official SQuAD layout, from the
     documents of `CORPORA[corpus]["squad"]`; every fifth document goes to
-    dev, asked `DEV_QUESTIONS_PER_DOCUMENT` different questions."""
+    dev, asked every different question of `DEV_QUESTIONS_PER_DOCUMENT`
+    draws."""
     rng = random.Random(1)
     sources = check_corpus(corpus)["squad"]
     docs = [doc for _, package in sorted(
