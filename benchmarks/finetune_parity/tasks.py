@@ -136,17 +136,22 @@ def _squad_records(docs, rng, with_impossible,
         if len(sentences) < 3:
             continue
         context = " ".join(sentences)
+        sources = {False: sentences}
+        if with_impossible:
+            sources[True] = [_clean(s) for s in docs[(d + 7) % len(docs)]
+                             if _clean(s)]
+        candidates = {}  # (impossible, sentence): the words it may ask
         qas, asked = [], set()
         for q in range(per_doc):
             impossible = with_impossible and q % 3 == 2
-            source = (docs[(d + 7) % len(docs)] if impossible else sentences)
-            source = [_clean(s) for s in source if _clean(s)]
-            sentence = rng.choice(source)
-            words = [m for m in _WORD.finditer(sentence)
-                     if len(re.findall(r"\b%s\b" % m.group(), context)) == 1]
-            if impossible:
-                words = [m for m in _WORD.finditer(sentence)
-                         if m.group() not in context]
+            sentence = rng.choice(sources[impossible])
+            if (impossible, sentence) not in candidates:
+                found = _WORD.finditer(sentence)
+                candidates[impossible, sentence] = [
+                    m for m in found if m.group() not in context] if (
+                    impossible) else [m for m in found if len(re.findall(
+                        r"\b%s\b" % m.group(), context)) == 1]
+            words = candidates[impossible, sentence]
             if not words:
                 continue
             word = rng.choice(words)
