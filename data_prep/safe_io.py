@@ -29,7 +29,10 @@ import errno
 import json
 import os
 import re
+import secrets
+import shutil
 import socket
+import stat
 import time
 
 from absl import logging
@@ -115,6 +118,54 @@ def temporary_path(path):
     return f"{head}{sep}.{base}{INCOMPLETE_SUFFIX}"
 
 
+def unique_temporary_path(path):
+    """A fresh hidden temporary name for `path`:
+    `.<name>.<random>.incomplete` (see `temporary_path`)."""
+    head, sep, base = str(path).rpartition("/")
+    return f"{head}{sep}.{base}.{secrets.token_hex(4)}{INCOMPLETE_SUFFIX}"
+
+
+def check_replaceable(path):
+    """Refuses to rename a new file over `path` when what is there is not
+    a plain file: a symbolic link (this program does not replace a link it
+    did not make; an output named by a link is resolved up front by
+    `resolve_output`), a device, a pipe or a socket.
+
+    Raises:
+        OutputError: naming `path` and what is there.
+    """
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(info.st_mode):
+        raise OutputError(_planted_link(path))
+    if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
+        raise OutputError(f"could not write {path}: a device, a pipe or a "
+                          "socket is there; remove it or name another file")
+
+
+def resolve_output(path, flag):
+    """An output named by a symbolic link, resolved once, up front.
+
+    A program writes beside the file or into the folder the link points to
+    (never replacing the link), and says so in the log.
+
+    Args:
+        path: the output as the user gave it (local paths only are resolved).
+        flag: the flag naming it, as the user typed it.
+
+    Returns:
+        The path to write: `path` itself, or the link's resolved target.
+    """
+    path = str(path)
+    if _is_remote(path) or not os.path.islink(path.rstrip("/") or path):
+        return path
+    target = os.path.realpath(path)
+    logging.info("%s=%s is a symbolic link: writing %s", flag, path, target)
+    return target
+
+
 def is_temporary(path):
     """Whether `path` is an unfinished file (this or an older naming)."""
     base = str(path).rstrip("/").rsplit("/", 1)[-1]
@@ -122,9 +173,70 @@ def is_temporary(path):
 
 
 def open_for_writing(path):
-    """Opens a new local file with the user's umask (binary, buffered)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    """Opens a local file of this program's for writing, from empty, with
+    the user's umask (binary, buffered).
+
+    The file is opened without following a link (`O_NOFOLLOW`) and checked
+    before it is truncated: a symbolic link, a device, a pipe or a file with
+    other hard links planted under the name is refused, so a write never
+    lands in a file elsewhere.
+
+    Raises:
+        OSError: the file cannot be opened (as `os.open` raises it).
+        OutputError: something other than a plain file of one name is there.
+    """
+    fd = _open_no_follow(path, os.O_WRONLY | os.O_CREAT)
+    try:
+        _check_plain_file(fd, path)
+        os.ftruncate(fd, 0)
+    except BaseException:
+        os.close(fd)
+        raise
     return os.fdopen(fd, "wb", buffering=1 << 20)
+
+
+def open_new(path):
+    """Creates a new local file exclusively (`O_EXCL`, never through a
+    link), with the user's umask (binary, buffered).
+
+    Raises:
+        OutputError: something already exists at `path` (names it).
+    """
+    try:
+        fd = _open_no_follow(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    except FileExistsError:
+        raise OutputError(f"could not write {path}: something is already "
+                          "there (this program only creates new files under "
+                          "this name)") from None
+    return os.fdopen(fd, "wb", buffering=1 << 20)
+
+
+def _open_no_follow(path, flags):
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise OutputError(_planted_link(path)) from None
+        raise
+
+
+def _planted_link(path):
+    target = os.readlink(path) if os.path.islink(path) else "?"
+    return (f"{path} is a symbolic link (to {target}) that this program did "
+            "not make; it never writes through a link it did not make: "
+            "remove the link")
+
+
+def _check_plain_file(fd, path):
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise OutputError(f"could not write {path}: it is not a regular file "
+                          "(a device, a pipe or a socket); remove it")
+    if info.st_nlink > 1:
+        raise OutputError(
+            f"could not write {path}: it is a hard link to a file with "
+            f"{info.st_nlink} names; this program never writes into a file "
+            "it did not make: remove this name")
 
 
 class AtomicFile:
@@ -134,20 +246,34 @@ class AtomicFile:
     read-only file system) becomes an `OutputError` naming the final path
     and the cause, and the temporary file is removed.
 
+    The temporary is opened without following a link: a link planted under
+    its name is refused. With `unique`, it also has a fresh random name and
+    is created exclusively (`O_EXCL`), so no earlier entry is ever reused;
+    with `lock`, it is recorded in that `OutputLock` as this run's leftover
+    until it is committed or aborted, so a killed run's temporary is removed
+    by the next holder from that record.
+
     Args:
         path: the final path (local).
+        lock: an `OutputLock` held on the output, or None.
+        unique: a fresh random temporary name instead of `temporary_path`.
     """
 
-    def __init__(self, path):
+    def __init__(self, path, lock=None, unique=False):
         self.path = str(path)
-        self.temp_path = temporary_path(self.path)
+        self.temp_path = (unique_temporary_path(self.path) if unique
+                          else temporary_path(self.path))
+        self._lock = lock
         directory = os.path.dirname(self.path)
         try:
             if directory:
                 os.makedirs(directory, exist_ok=True)
-            self._file = open_for_writing(self.temp_path)
+            self._file = (open_new(self.temp_path) if unique
+                          else open_for_writing(self.temp_path))
         except OSError as error:
             raise OutputError(describe_os_error(error, self.path)) from None
+        if lock is not None:
+            lock.record(self.temp_path)
         self.bytes = 0
 
     def write(self, data):
@@ -183,14 +309,16 @@ class AtomicFile:
         a device, a pipe or a socket)."""
         self.finish()
         try:
-            if os.path.exists(self.path) and not (
-                    os.path.isfile(self.path) or os.path.isdir(self.path)):
-                raise OSError(errno.EEXIST, "a device, a pipe or a socket is "
-                              "there")
+            check_replaceable(self.path)
             os.replace(self.temp_path, self.path)
         except OSError as error:
             self.abort()
             raise OutputError(describe_os_error(error, self.path)) from None
+        except OutputError:
+            self.abort()
+            raise
+        if self._lock is not None:
+            self._lock.forget(self.temp_path)
 
     def abort(self):
         """Closes and removes the temporary file (best effort)."""
@@ -202,6 +330,8 @@ class AtomicFile:
             os.remove(self.temp_path)
         except OSError:
             pass
+        if self._lock is not None:
+            self._lock.forget(self.temp_path)
 
     def __enter__(self):
         return self
@@ -233,7 +363,7 @@ def write_atomically(path, data):
             f.write(data)
         tf.io.gfile.rename(temp, path, overwrite=True)
         return
-    with AtomicFile(path) as f:
+    with AtomicFile(path, unique=True) as f:
         f.write(data)
 
 
@@ -382,6 +512,8 @@ class OutputLock:
         self.kind = kind
         self.path = None if _is_remote(output) else lock_path(output, kind)
         self._fd = None
+        self._leftovers = []
+        self.previous_leftovers = []
 
     def acquire(self):
         if self.path is None:
@@ -396,11 +528,7 @@ class OutputLock:
                 f"{self.flag}={self.output}: "
                 + describe_os_error(error, os.path.dirname(self.path))) from None
         for _ in range(20):
-            try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
-            except OSError as error:
-                raise OutputError(f"{self.flag}={self.output}: "
-                                  + describe_os_error(error, self.path)) from None
+            fd = self._open_lock_file()
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -413,36 +541,175 @@ class OutputLock:
             # A holder that released between our open and our lock removed
             # the file: lock the file that is there now.
             try:
-                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+                same = os.fstat(fd).st_ino == os.lstat(self.path).st_ino
             except FileNotFoundError:
                 same = False
             if not same:
                 os.close(fd)
                 continue
             previous = _read_holder(fd)
-            if previous.get("pid"):
+            if previous is None:
+                os.close(fd)
+                raise OutputError(
+                    f"{self.flag}={self.output}: {self.path} is not a lock "
+                    "file of this package (it holds other data); it was left "
+                    "as it is: move it away and run again")
+            if previous.get("pid") and not previous.get("released"):
                 logging.warning(
                     "Took over the lock of %s left by %s (process %s, no "
                     "longer running)", self.output,
                     previous.get("program", "a run"), previous["pid"])
-            record = json.dumps({
-                "program": self.program, "pid": os.getpid(),
-                "host": socket.gethostname(),
-                "started": time.strftime("%Y-%m-%d %H:%M:%S")})
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, record.encode("utf-8"), 0)
             self._fd = fd
+            self._leftovers = [entry for entry in previous.get("leftovers", [])
+                               if _is_leftover_entry(entry)
+                               and _still_the_same(entry)]
+            self.previous_leftovers = [e["path"] for e in self._leftovers]
+            self._write_record()
             return self
         raise OutputLockedError(f"{self.flag}={self.output}: its lock keeps "
                                 "changing hands; another run is starting")
 
+    def _open_lock_file(self):
+        """Opens the lock file without following a link; only an empty file
+        or one of this package's lock records is ever written."""
+        try:
+            fd = _open_no_follow(self.path, os.O_RDWR | os.O_CREAT)
+        except OutputError as error:
+            raise OutputError(f"{self.flag}={self.output}: {error}") from None
+        except OSError as error:
+            raise OutputError(f"{self.flag}={self.output}: "
+                              + describe_os_error(error, self.path)) from None
+        try:
+            _check_plain_file(fd, self.path)
+        except OutputError as error:
+            os.close(fd)
+            raise OutputError(f"{self.flag}={self.output}: {error}") from None
+        return fd
+
+    def _write_record(self):
+        record = json.dumps({
+            "program": self.program, "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "leftovers": self._leftovers}).encode("utf-8")
+        # Written over the old record, then cut to length: a reader that
+        # finds it half-way reads the JSON value at the start.
+        os.pwrite(self._fd, record, 0)
+        os.ftruncate(self._fd, len(record))
+
+    # === What this run may remove: its own record ===
+
+    def record(self, path):
+        """Records `path` (a file or folder this run has just made, not yet
+        in its final place) as removable by the next holder if this run is
+        killed. The record holds what `path` is (device, inode, type), so
+        only that very entry is ever removed, never something else under
+        its name. A no-op for remote outputs."""
+        if self._fd is None:
+            return
+        path = os.path.abspath(str(path))
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            return
+        self._leftovers = [e for e in self._leftovers if e["path"] != path]
+        self._leftovers.append({
+            "path": path, "dev": info.st_dev, "ino": info.st_ino,
+            "type": "folder" if stat.S_ISDIR(info.st_mode) else "file"})
+        self._write_record()
+
+    def forget(self, path):
+        """Drops `path` from the record (it was renamed into place, or
+        removed)."""
+        if self._fd is None:
+            return
+        path = os.path.abspath(str(path))
+        kept = [e for e in self._leftovers if e["path"] != path]
+        if len(kept) != len(self._leftovers):
+            self._leftovers = kept
+            self._write_record()
+
+    def make_folder(self, parent, prefix):
+        """A new hidden folder `<parent>/<prefix><random>`, recorded.
+
+        Returns:
+            Its path.
+        """
+        parent = str(parent)
+        if _is_remote(parent):
+            import tensorflow as tf
+            folder = parent.rstrip("/") + "/" + prefix + secrets.token_hex(4)
+            tf.io.gfile.makedirs(folder)
+            return folder
+        import tempfile
+        try:
+            folder = tempfile.mkdtemp(prefix=prefix, dir=parent)
+        except OSError as error:
+            raise OutputError(describe_os_error(error, parent)) from None
+        self.record(folder)
+        return folder
+
+    def is_recorded(self, path):
+        """Whether `path` is in this lock's record, and is still the entry
+        that was recorded."""
+        path = os.path.abspath(str(path))
+        return any(e["path"] == path and _still_the_same(e)
+                   for e in self._leftovers)
+
+    def remove_previous_leftovers(self):
+        """Removes what a killed earlier holder recorded and never put in
+        place, where the entry is still the one it made; anything else
+        under such a name is left alone.
+
+        Returns:
+            The paths removed.
+        """
+        removed = []
+        for path in list(getattr(self, "previous_leftovers", [])):
+            if self.remove_recorded(path):
+                removed.append(path)
+        if removed:
+            logging.info("Removed what a killed run of %s left: %s",
+                         self.output, ", ".join(removed))
+        return removed
+
+    def remove_recorded(self, path):
+        """Removes `path` if (and only if) this lock's record lists it and
+        it is still the recorded entry; returns whether it did."""
+        path = os.path.abspath(str(path))
+        entry = next((e for e in self._leftovers if e["path"] == path), None)
+        if entry is None:
+            return False
+        if _still_the_same(entry):
+            if entry["type"] == "folder":
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                try:
+                    os.remove(path)
+                except FileNotFoundError:
+                    pass
+        else:
+            logging.warning("Left %s alone: it is no longer what this "
+                            "package's run made there", path)
+        self.forget(path)
+        return not os.path.lexists(path)
+
     def release(self):
         if self._fd is None:
             return
-        try:
-            os.remove(self.path)
-        except OSError:
-            pass
+        if self._leftovers:
+            # Kept for the next holder, which removes what is listed.
+            record = _read_holder(self._fd) or {}
+            record["released"] = True
+            data = json.dumps(record).encode("utf-8")
+            os.pwrite(self._fd, data, 0)
+            os.ftruncate(self._fd, len(data))
+        else:
+            try:
+                if os.lstat(self.path).st_ino == os.fstat(self._fd).st_ino:
+                    os.remove(self.path)
+            except OSError:
+                pass
         os.close(self._fd)
         self._fd = None
 
@@ -463,12 +730,43 @@ class OutputLock:
         return False
 
 
-def _read_holder(fd):
+def _is_leftover_entry(entry):
+    return (isinstance(entry, dict) and isinstance(entry.get("path"), str)
+            and os.path.isabs(entry["path"])
+            and isinstance(entry.get("dev"), int)
+            and isinstance(entry.get("ino"), int)
+            and entry.get("type") in ("file", "folder"))
+
+
+def _still_the_same(entry):
+    """Whether the recorded entry is still there, as it was recorded."""
     try:
-        data = os.pread(fd, 4096, 0)
-        return json.loads(data.decode("utf-8")) if data else {}
-    except (OSError, ValueError):
+        info = os.lstat(entry["path"])
+    except OSError:
+        return False
+    kind = ("folder" if stat.S_ISDIR(info.st_mode) else
+            "file" if stat.S_ISREG(info.st_mode) else None)
+    return (kind == entry["type"] and info.st_dev == entry["dev"]
+            and info.st_ino == entry["ino"])
+
+
+def _read_holder(fd):
+    """The lock file's record: {} when empty, None when it holds something
+    that is not a record of this package's."""
+    try:
+        data = os.pread(fd, 1 << 20, 0)
+    except OSError:
         return {}
+    if not data.strip():
+        return {}
+    try:
+        record, _ = json.JSONDecoder().raw_decode(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(record, dict) or not ("pid" in record
+                                            or "program" in record):
+        return None
+    return record
 
 
 def _describe_holder(holder):
@@ -485,6 +783,57 @@ def _describe_holder(holder):
 
 
 # === What a run was made from ===
+
+# Bytes read from each end of a file for its fingerprint.
+_FINGERPRINT_BYTES = 1 << 20
+
+
+def content_fingerprint(paths):
+    """A cheap fingerprint of files' content, for a resumed run to check
+    that its inputs are the ones it started from.
+
+    Each file contributes its name (not its folder: a moved data set is the
+    same data), its size and its first and last MiB: records rebuilt with
+    another vocabulary, or another corpus, differ there. Reading is bounded
+    (2 MiB a file), so shard sets of any size answer in moments.
+
+    Args:
+        paths: the files (local or remote), in the order the run reads them.
+
+    Returns:
+        A string: `"<n> files, <bytes> bytes, sha256 <hex16>"`.
+    """
+    import hashlib
+
+    digest = hashlib.sha256()
+    total = 0
+    for path in paths:
+        path = str(path)
+        head, tail, size = _ends(path)
+        total += size
+        digest.update(os.path.basename(path).encode("utf-8") + b"\0")
+        digest.update(str(size).encode("ascii") + b"\0" + head + tail)
+    return (f"{len(paths)} files, {total} bytes, "
+            f"sha256 {digest.hexdigest()[:16]}")
+
+
+def _ends(path):
+    """The first and last `_FINGERPRINT_BYTES` of a file, and its size."""
+    if _is_remote(path):
+        import tensorflow as tf
+        size = tf.io.gfile.stat(path).length
+        with tf.io.gfile.GFile(path, "rb") as f:
+            head = f.read(_FINGERPRINT_BYTES)
+            f.seek(max(size - _FINGERPRINT_BYTES, 0))
+            tail = f.read()
+        return head, tail, size
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        head = f.read(_FINGERPRINT_BYTES)
+        f.seek(max(size - _FINGERPRINT_BYTES, 0))
+        tail = f.read()
+    return head, tail, size
+
 
 class RunRecord:
     """What an output folder's run was made from: `albert_run.json`.
