@@ -175,8 +175,29 @@ def preprocess_text_graph(text, do_lower_case=True):
     text = tf_text.normalize_utf8(text, "NFKD")
     text = tf.strings.regex_replace(text, combining, "")
     if do_lower_case:
-        text = tf.strings.lower(text, encoding="utf-8")
+        text = _lower_graph(text)
     return text
+
+
+def _lower_graph(text):
+    """`tf.strings.lower` in UTF-8, part by part between NUL characters:
+    the op stops at the first NUL (it reads a C string), which dropped the
+    rest of the text, where the Python face keeps it (an `<unk>`)."""
+    import tensorflow as tf
+
+    # Op attributes are C strings too, so NUL is swapped for a byte that
+    # valid UTF-8 (all the text holds here) never contains.
+    marked = tf.strings.regex_replace(tf.reshape(text, [-1]), "\\x00",
+                                      b"\xff")
+    parts = tf.strings.split(marked, sep=b"\xff")  # [N, (k)]
+    ended = tf.ragged.map_flat_values(
+        lambda values: tf.strings.join(
+            [tf.strings.lower(values, encoding="utf-8"), "\0"]), parts)
+    joined = tf.strings.reduce_join(ended, axis=-1)  # one NUL too many
+    lengths = tf.strings.length(joined)
+    return tf.reshape(tf.strings.substr(
+        joined, tf.zeros_like(lengths), tf.maximum(lengths - 1, 0)),
+        tf.shape(text))
 
 
 def _has_digit_comma(text):

@@ -27,6 +27,19 @@ HARD_TEXTS = [
     "word " * 600,
 ]
 
+# Control and format characters: NUL (the SavedModels' lowercasing once
+# dropped the rest of the text after it), other C0 and C1 controls, DEL,
+# noncharacters, zero-width and bidi format characters, a BOM, a soft
+# hyphen, an encoded lone surrogate (malformed UTF-8).
+CONTROL_TEXTS = [
+    b"a\x00b", b"\x00", b"Caf\xc3\xa9\x00 CAF\xc3\x89", b"\x00\x00X y\x00",
+    b"In 1990\x00, 3,000", b"a\x01b\x1fc\x7fd", b"x\x0bY\x0cz\x1c w",
+    "a\u0085b\u009fc\u0080".encode(), "a\ufffeb\uffffc".encode(),
+    b"a\xed\xa0\x80b \xed\xbf\xbfC", "a\u200bb\u200cc\u200dd".encode(),
+    "a\u2060b\ufeffc\u00adD".encode(), "a\u202eb\u2066c\u061cd".encode(),
+    "\u03a3\x00\u03a3A \u039f\u03a3\x00".encode(),
+]
+
 
 @pytest.fixture(scope="module")
 def proto():
@@ -90,6 +103,14 @@ def test_ids_equal_on_random_characters_of_every_script(tokenizers):
                      for _ in range(rng.randint(1, 14)))
              for _ in range(2000)]
     assert _ids(on_device, texts) == _ids(reference, texts)
+
+
+def test_control_characters_get_the_saved_models_ids(tokenizers):
+    on_device, reference = tokenizers
+    got = _ids(on_device, CONTROL_TEXTS)
+    assert got == _ids(reference, CONTROL_TEXTS)
+    # The text after a NUL is kept; the NUL is an <unk> (id 1).
+    assert got[1][-1] == 1 and got[0][-2] == 1 and len(got[0]) >= 3
 
 
 def test_invalid_utf8_gets_the_saved_models_ids(tokenizers, proto):
