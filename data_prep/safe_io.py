@@ -599,17 +599,24 @@ class OutputLock:
 
     # === What this run may remove: its own record ===
 
-    def record(self, path):
+    def record(self, path, before_rename_from=None):
         """Records `path` (a file or folder this run has just made, not yet
         in its final place) as removable by the next holder if this run is
         killed. The record holds what `path` is (device, inode, type), so
         only that very entry is ever removed, never something else under
-        its name. A no-op for remote outputs."""
+        its name. A no-op for remote outputs.
+
+        Args:
+            path: the entry.
+            before_rename_from: an entry this run is about to rename to
+                `path` (recorded first, so a kill between the two steps
+                leaves nothing unlisted).
+        """
         if self._fd is None:
             return
         path = os.path.abspath(str(path))
         try:
-            info = os.lstat(path)
+            info = os.lstat(before_rename_from or path)
         except FileNotFoundError:
             return
         self._leftovers = [e for e in self._leftovers if e["path"] != path]

@@ -69,6 +69,13 @@ def hold(output_dir, program, flag=FLAG):
             _remove_if_empty(output_dir)
 
 
+def held_lock(output_dir):
+    """The `safe_io.OutputLock` this process holds on `output_dir`, or
+    None (its record lists what the run may remove)."""
+    held = _HELD.get(_key(output_dir))
+    return held[0] if held else None
+
+
 def _remove_if_empty(folder):
     try:
         os.rmdir(folder)  # Only ever an empty folder.

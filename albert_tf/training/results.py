@@ -104,68 +104,106 @@ def best_result(output_dir):
     return results[0] if results else None
 
 
-def _staging(best_dir):
-    """Where the next `best/` is written: a hidden name no reader looks at."""
-    return safe_io.temporary_path(best_dir)
+_STAGING_PREFIX = f".{BEST_DIR}.incomplete-"
+_PREVIOUS_PREFIX = f".{BEST_DIR}.old-"
 
 
-def _previous(best_dir):
-    """Where the old `best/` waits while the new one is renamed in."""
-    head, base = os.path.split(best_dir)
-    return os.path.join(head, f".{base}.old")
+def _lock_of(output_dir):
+    """The output lock this process holds on a local `output_dir` (its
+    record lists the hidden folders a killed swap leaves), or None."""
+    if "://" in str(output_dir):
+        return None
+    from albert_tf.training import output_folder
+    return output_folder.held_lock(output_dir)
 
 
 def save_best(output_dir, model, result, config_files=None):
     """Writes `model` and `result` as `<output_dir>/best/`, replacing it.
 
-    The new copy is written under a hidden name, its `eval_results.txt`
+    The new copy is written in a hidden folder, its `eval_results.txt`
     last (the mark that it is whole), then swapped in by two renames
-    (`best` -> `.best.old`, the new one -> `best`); a kill at any point
-    leaves a whole `best/` or one that `recover_best` restores.
+    (`best` -> `.best.old-*`, the new one -> `best`); a kill at any point
+    leaves a whole `best/` or one that `recover_best` restores. The hidden
+    folders are recorded in the run's output lock, so only they are ever
+    removed or restored.
 
     Raises:
         safe_io.OutputError: a file could not be written (a full disk);
             the old `best/` is unchanged.
     """
     best_dir = os.path.join(output_dir, BEST_DIR)
+    lock = _lock_of(output_dir)
     recover_best(output_dir)
-    staging = _staging(best_dir)
-    if tf.io.gfile.exists(staging):
-        tf.io.gfile.rmtree(staging)
-    tf.io.gfile.makedirs(staging)
+    staging = _make_hidden(output_dir, _STAGING_PREFIX, lock)
     try:
         tf.train.Checkpoint(**{MODEL_KEY: model}).write(
             os.path.join(staging, BEST_CHECKPOINT))
-    except tf.errors.OpError as e:
-        tf.io.gfile.rmtree(staging)
+        write_config_files(staging, config_files or {})
+        safe_io.write_atomically(os.path.join(staging, EVAL_RESULTS),
+                                 format_block(result) + "\n")
+    except (tf.errors.OpError, safe_io.OutputError) as e:
+        _remove(staging, lock)
+        message = getattr(e, "message", None) or str(e)
         raise safe_io.OutputError(
-            f"could not write {best_dir}: {e.message.splitlines()[0]}") from e
-    write_config_files(staging, config_files or {})
-    safe_io.write_atomically(os.path.join(staging, EVAL_RESULTS),
-                             format_block(result) + "\n")
-    previous = _previous(best_dir)
+            f"could not write {best_dir}: {message.splitlines()[0]}") from e
+    previous = None
     if tf.io.gfile.exists(best_dir):
-        tf.io.gfile.rename(best_dir, previous, overwrite=True)
+        previous = _unused_name(output_dir, _PREVIOUS_PREFIX)
+        if lock is not None:
+            lock.record(previous, before_rename_from=best_dir)
+        tf.io.gfile.rename(best_dir, previous)
     tf.io.gfile.rename(staging, best_dir)
-    if tf.io.gfile.exists(previous):
-        tf.io.gfile.rmtree(previous)
+    if lock is not None:
+        lock.forget(staging)
+    if previous is not None:
+        _remove(previous, lock)
     return best_dir
 
 
+def _make_hidden(output_dir, prefix, lock):
+    if lock is not None:
+        return lock.make_folder(output_dir, prefix)
+    folder = _unused_name(output_dir, prefix)
+    tf.io.gfile.makedirs(folder)
+    return folder
+
+
+def _unused_name(output_dir, prefix):
+    import secrets
+    return os.path.join(output_dir, prefix + secrets.token_hex(4))
+
+
+def _remove(folder, lock):
+    if lock is not None:
+        lock.remove_recorded(folder)
+    elif tf.io.gfile.exists(folder):
+        tf.io.gfile.rmtree(folder)
+
+
 def recover_best(output_dir):
-    """Completes a `best/` swap that a kill interrupted: with no `best/`,
-    the new copy if it was whole, else the old one, is renamed back; the
-    leftovers of a finished swap are removed."""
+    """Completes a `best/` swap that a kill interrupted, from the killed
+    run's record in the output lock: with no `best/`, the new copy if it
+    was whole, else the old one, is renamed back; the other recorded
+    folders are removed. Nothing is touched that the record does not list
+    (a folder of yours named like ours stays)."""
+    lock = _lock_of(output_dir)
+    if lock is None:
+        return
     best_dir = os.path.join(output_dir, BEST_DIR)
-    staging, previous = _staging(best_dir), _previous(best_dir)
-    if not tf.io.gfile.exists(best_dir):
-        if tf.io.gfile.exists(os.path.join(staging, EVAL_RESULTS)):
-            tf.io.gfile.rename(staging, best_dir)
-        elif tf.io.gfile.exists(previous):
-            tf.io.gfile.rename(previous, best_dir)
-    for leftover in (staging, previous):
-        if tf.io.gfile.exists(leftover):
-            tf.io.gfile.rmtree(leftover)
+    ours = [p for p in lock.previous_leftovers if lock.is_recorded(p)
+            and os.path.dirname(p) == os.path.abspath(output_dir)]
+    staged = [p for p in ours if os.path.basename(p).startswith(
+        _STAGING_PREFIX) and os.path.exists(os.path.join(p, EVAL_RESULTS))]
+    previous = [p for p in ours
+                if os.path.basename(p).startswith(_PREVIOUS_PREFIX)]
+    if not os.path.exists(best_dir):
+        for candidate in staged + previous:
+            os.rename(candidate, best_dir)
+            lock.forget(candidate)
+            break
+    for leftover in ours:
+        if lock.is_recorded(leftover):
+            lock.remove_recorded(leftover)
 
 
 def write_config_files(directory, config_files):

@@ -347,23 +347,50 @@ def test_two_runs_at_once_one_is_refused_and_a_killed_runs_lock_is_taken_over(
     before.assert_unchanged()
 
 
+_KILL_MID_SWAP = textwrap.dedent("""
+    import json, os, sys
+    import tensorflow as tf
+    import albert_tf
+    from albert_tf.training import output_folder, results
+    out = sys.argv[1]
+    best = os.path.join(out, results.BEST_DIR)
+    model = albert_tf.load_pretrained(best)
+    configs = {n: json.load(open(os.path.join(best, n)))
+               for n in os.listdir(best) if n.endswith(".json")}
+    rename = tf.io.gfile.rename
+    def rename_then_die(source, target, *args, **kwargs):
+        rename(source, target, *args, **kwargs)
+        if os.path.basename(target).startswith(".best.old-"):
+            os._exit(9)  # SIGKILL between the two renames of the swap.
+    tf.io.gfile.rename = rename_then_die
+    with output_folder.hold(out, "run_pretraining"):
+        results.save_best(out, model, results.best_result(out), configs)
+""")
+
+
 @pytest.mark.slow
 def test_a_kill_while_best_is_replaced_leaves_a_whole_best_and_a_resumable_run(
         finished_run, tmp_path):
     from albert_tf.training import results
     out = _copy(finished_run, tmp_path)
-    # The state a SIGKILL between the two renames of `save_best` leaves:
-    # no best/, the new copy complete under its hidden name.
     best = os.path.join(out, results.BEST_DIR)
-    staging = os.path.join(out, ".best.incomplete")
-    os.rename(best, staging)
-    expected = open(os.path.join(staging, results.EVAL_RESULTS)).read()
+    expected = open(os.path.join(best, results.EVAL_RESULTS)).read()
+    # A folder of the user's named like the swap's hidden folders stays.
+    mine = os.path.join(out, ".best.old-mine")
+    os.makedirs(mine)
+    open(os.path.join(mine, "notes.txt"), "w").write("mine")
+    killed = subprocess.run([sys.executable, "-c", _KILL_MID_SWAP, out],
+                            env=environment(), capture_output=True, text=True)
+    assert killed.returncode == 9, killed.stderr[-3000:]
+    assert not os.path.exists(best)
     result = run_program(PROGRAM, *_flags(
         finished_run["data"], out, finished_run["config"], "--nodo_train",
         "--do_eval"))
     assert result.returncode == 0, result.stderr[-3000:]
     assert open(os.path.join(best, results.EVAL_RESULTS)).read() == expected
-    assert not os.path.exists(staging)
+    hidden = sorted(n for n in os.listdir(out) if n.startswith(".best."))
+    assert hidden == [".best.old-mine"]
+    assert open(os.path.join(mine, "notes.txt")).read() == "mine"
     steps = [r["global_step"] for r in results.read_eval_results(
         os.path.join(out, results.EVAL_RESULTS))]
     assert steps == [2, 4]
