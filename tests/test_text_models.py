@@ -10,8 +10,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import albert_tf
 from albert_tf import AlbertConfig
 from albert_tf import AlbertEncoder
+from albert_tf.models.pretrainer import AlbertPretrainer
+from albert_tf.models.task_models import AlbertClassifier
+from albert_tf.models.task_models import AlbertMultipleChoice
+from albert_tf.models.task_models import AlbertSpanExtractor
+from albert_tf.tasks.masked_lm import AlbertMaskedLM
 from albert_tf.tasks.text_models import AlbertTextClassifier
 from albert_tf.training import checkpoint
 from albert_tf.training import lamb
@@ -119,3 +125,110 @@ def test_bad_arguments_are_named(albert_spm_model, tmp_path):
     with pytest.raises(TypeError,
                        match="an AlbertPretrainer or a pretrained directory"):
         AlbertTextClassifier(42, 2, spm_model=albert_spm_model)
+
+
+# Loads each `.keras` file named in argv[1] (JSON: {name: [path, inputs]})
+# with nothing imported but albert_tf and keras, as a user would.
+_FRESH_LOAD = """
+import json, sys
+import albert_tf
+import keras
+import numpy as np
+for name, (path, inputs) in json.loads(sys.argv[1]).items():
+    model = keras.models.load_model(path)
+    if isinstance(inputs, dict):
+        inputs = {k: np.asarray(v, "int32") for k, v in inputs.items()}
+        out = model(inputs)
+    else:
+        out = model.predict(inputs, verbose=0)
+    out = out if isinstance(out, dict) else {"out": out}
+    print(name, json.dumps({k: np.asarray(v).tolist()
+                            for k, v in sorted(out.items())}))
+"""
+
+
+def _outputs(out):
+    out = out if isinstance(out, dict) else {"out": out}
+    return {k: np.asarray(v) for k, v in sorted(out.items())}
+
+
+def _saveable_models(names, spm_model):
+    """`{name: (model, inputs)}` of tiny models of each public class."""
+    config = AlbertConfig.from_preset("tiny", vocab_size=48,
+                                      num_hidden_layers=1)
+    rng = np.random.default_rng(0)
+    ids = {"input_word_ids": rng.integers(5, 48, (2, 8)).astype("int32"),
+           "input_mask": np.ones((2, 8), "int32"),
+           "input_type_ids": np.zeros((2, 8), "int32")}
+    make = {
+        "encoder": lambda: (AlbertEncoder(config), ids),
+        "pretrainer": lambda: (AlbertPretrainer(config), dict(
+            ids, masked_lm_positions=np.array([[1, 2], [3, 4]], "int32"))),
+        "classifier": lambda: (AlbertClassifier(AlbertEncoder(config), 3),
+                               ids),
+        "span": lambda: (AlbertSpanExtractor(AlbertEncoder(config)), ids),
+        "choice": lambda: (AlbertMultipleChoice(AlbertEncoder(config), 2),
+                           {k: np.stack([v, v], axis=1)
+                            for k, v in ids.items()}),
+        "text": lambda: (AlbertTextClassifier(
+            AlbertEncoder(config), 2, spm_model=spm_model, seq_length=8),
+            ["the quick fox", "hello world"]),
+        "mlm": lambda: (AlbertMaskedLM(AlbertEncoder(config),
+                                       spm_model=spm_model, seq_length=8),
+                        ["the [MASK] fox"]),
+    }
+    return {name: make[name]() for name in names}
+
+
+def _check_loads_in_a_fresh_process(models, tmp_path):
+    """Saves each model as `.keras`, loads it in a new interpreter after
+    `import albert_tf` and `import keras` only, and compares outputs."""
+    saved, expected = {}, {}
+    for name, (model, inputs) in models.items():
+        if isinstance(inputs, dict):
+            expected[name] = _outputs(model(inputs))
+            inputs = {k: v.tolist() for k, v in inputs.items()}
+        else:
+            expected[name] = _outputs(model.predict(inputs, verbose=0))
+        path = str(tmp_path / f"{name}.keras")
+        model.save(path)
+        saved[name] = [path, inputs]
+    done = subprocess.run([sys.executable, "-c", _FRESH_LOAD,
+                           json.dumps(saved)], capture_output=True, text=True,
+                          timeout=300, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-3000:]
+    loaded = dict(line.split(" ", 1) for line in done.stdout.splitlines()
+                  if line.split(" ", 1)[0] in models)
+    assert sorted(loaded) == sorted(models)
+    for name, outputs in expected.items():
+        got = json.loads(loaded[name])
+        assert sorted(got) == sorted(outputs), name
+        for key, value in outputs.items():
+            np.testing.assert_allclose(got[key], value, atol=1e-5,
+                                       err_msg=f"{name}: {key}")
+
+
+def test_text_models_load_in_a_fresh_process(albert_spm_model, tmp_path):
+    _check_loads_in_a_fresh_process(
+        _saveable_models(["text", "mlm"], albert_spm_model), tmp_path)
+
+
+@pytest.mark.slow
+def test_every_public_model_loads_in_a_fresh_process(albert_spm_model,
+                                                     tmp_path):
+    _check_loads_in_a_fresh_process(_saveable_models(
+        ["encoder", "pretrainer", "classifier", "span", "choice"],
+        albert_spm_model), tmp_path)
+
+
+def test_every_registered_class_has_a_stand_in_before_its_module_loads():
+    import importlib
+    import pkgutil
+    for info in pkgutil.walk_packages(albert_tf.__path__, "albert_tf."):
+        if not info.name.startswith(("albert_tf.convert_checkpoint",
+                                     "albert_tf.run_", "albert_tf.cli")):
+            importlib.import_module(info.name)
+    registered = {name.split(">", 1)[1]: obj.__module__
+                  for name, obj in keras.saving.get_custom_objects().items()
+                  if name.startswith(albert_tf.KERAS_PACKAGE + ">")}
+    assert registered == albert_tf.KERAS_CLASSES
