@@ -27,11 +27,17 @@ always `--max_seq_length` (static shapes, for TPU serving and batching
 servers). Values at the real positions (`input_mask` 1) are the same either
 way. The TF-Hub-style encoder and preprocessor are not affected: the
 preprocessor packs to `max_seq_length` (or its `seq_length` argument) and the
-encoder takes any T up to `max_position_embeddings`. Every folder is
-written under `<export_dir>/.staging-*` and renamed into place when complete.
-One export at a time holds `<export_dir>`'s lock; a killed run's staging
-folder is removed by the next run. Every signature checks its inputs' rank
-(and the encoder's, their shapes and id ranges) when called.
+encoder takes any T up to `max_position_embeddings`. Everything that can
+refuse the export (the flags, the inputs, a version that exists for any of
+the folders it writes) is checked before anything is written; then every
+folder of the version (the `.tflite` too) is written and checked under one
+`<export_dir>/.staging-*` folder and renamed into place when all are
+complete. One export at a time holds `<export_dir>`'s lock, which records
+the staging folder: the next run removes a killed run's, and nothing else.
+A version that a kill cut short between two renames is named by the next
+run, with what to do (`export.layout.incomplete_versions`). Every
+signature checks its inputs' rank (and the encoder's, their shapes and id
+ranges) when called.
 The SavedModels need tensorflow and tensorflow-text only (import
 `tensorflow_text` before `tf.saved_model.load`). The flags are the fields of
 `export.options.ExportOptions`; the work is done by
@@ -39,7 +45,10 @@ The SavedModels need tensorflow and tensorflow-text only (import
 
 With `--format=litert`, `<export_dir>/<model_name>_litert/<version>/
 encoder.tflite` too: text in, the tokenizer inside, for LiteRT on phones
-(`export.litert`, docs/on_device.md).
+(`export.litert`, docs/on_device.md). A quantized `.tflite` that does not
+agree with the float32 model on sample texts is written in a wider
+precision instead; the log and `assets.extra/litert.json` beside it say
+which and why.
 
 Each SavedModel gets `<version>/assets.extra/ops.json`: its op types and the
 TF Serving releases that link them all (`export.serving_compat`); the log
@@ -86,7 +95,8 @@ def export(options):
     """Exports as `options` (an `ExportOptions`) say.
 
     The run holds `--export_dir`'s lock (one export into a folder at a
-    time), and removes the staging folders that killed runs left there.
+    time), and removes the staging folders that killed runs recorded
+    there.
 
     Returns:
         What `pretrained_export.export_from_checkpoint` returns (also printed, one
@@ -106,19 +116,18 @@ def export(options):
     check_options(options)
     from export import layout
     from export import pretrained_export
-    if options.version is not None:  # Before the checkpoint is read.
-        layout.check_version_free(
-            options.export_dir, pretrained_export.model_names(
-                options.model_name).values(), options.version)
-    kwargs = dataclasses.asdict(options)
-    litert_format = kwargs.pop("format") == "litert"
-    quantization = kwargs.pop("litert_quantization")
+    litert_quantization = (options.litert_quantization
+                           if options.format == "litert" else None)
     with layout.holding(options.export_dir, PROGRAM):
+        if options.version is not None:  # Before the checkpoint is read.
+            layout.check_version_free(
+                options.export_dir, pretrained_export.model_names(
+                    options.model_name, litert_quantization is not None
+                ).values(), options.version)
+        kwargs = dataclasses.asdict(options)
+        del kwargs["format"]
+        kwargs["litert_quantization"] = litert_quantization
         paths = pretrained_export.export_from_checkpoint(**kwargs)
-        if litert_format:
-            from export import litert
-            paths["litert_encoder"] = litert.export_from_checkpoint(
-                options, os.path.basename(paths["serving"]), quantization)
     for name, path in paths.items():
         print("%s: %s" % (name, path))
     return paths

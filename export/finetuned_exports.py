@@ -73,13 +73,13 @@ def _save(root, signatures, export_dir, model_name, version, spm_model_file,
         tf.saved_model.save(root, staged.path(model_name), signatures=signatures)
         serving_dtype_auto.write(record, staged.path(model_name))
         serving_compat.check_export({model_name: staged.path(model_name)})
-    except Exception as error:
+        return staged.commit()[model_name]
+    except BaseException as error:
         staged.abort()
         converted = safe_io.write_failure(error, staged.staging_dir)
         if converted is not error:
             raise converted from None
         raise
-    return staged.commit()[model_name]
 
 
 def export_classifier(model, spm_model_file, export_dir, labels=None,

@@ -30,14 +30,24 @@ fill_mask is not exported: its `[MASK]` marker is found with a string split
 strings looked up in the vocabulary.
 
 Weights (`quantization`): "int8" (dynamic-range: int8 weights, float
-activations; the default), "float16" or "float32".
+activations; the default), "float16" or "float32". A quantized encoder
+written by `export_checked_encoder` is measured against the float32 model
+on `SAMPLE_TEXTS` (`agreement`: each text's cosine to its float32
+`pooled_output`, and whether its nearest float32 vector among the sample is
+its own); one that confuses a text with another, or falls below
+`MIN_COSINE`, is replaced by the next wider precision (int8, then float16,
+then float32), and the log and `assets.extra/litert.json` (`RECORD_FILE`)
+say which precision was written and why.
 
 Shape legend: B batch, T sequence length, H hidden size, C classes.
 """
 
+import json
 import os
 
+import numpy as np
 import tensorflow as tf
+from absl import logging
 from tensorflow.python.framework import convert_to_constants
 
 from albert_tf.layers import preprocessing
@@ -49,6 +59,30 @@ QUANTIZATIONS = LITERT_QUANTIZATIONS
 ENCODER_FILE = "encoder.tflite"
 CLASSIFIER_FILE = "classifier.tflite"
 LITERT_SUFFIX = "_litert"
+RECORD_FILE = os.path.join("assets.extra", "litert.json")
+# What a quantized encoder must keep on the sample: every text nearest its
+# own float32 vector, and this cosine to it at least.
+MIN_COSINE = 0.99
+_WIDER = {"int8": "float16", "float16": "float32"}
+# Texts of several kinds and lengths, for the agreement check.
+SAMPLE_TEXTS = (
+    "The cat sat on the mat.",
+    "Stock markets fell sharply on Monday after the announcement.",
+    "How do I reset my password?",
+    "A quiet village by the sea, with fishing boats and narrow streets.",
+    "The experiment was repeated three times with the same result.",
+    "I loved this film; the acting was superb!",
+    "Terrible service, we waited an hour and left hungry.",
+    "Water boils at 100 degrees Celsius at sea level.",
+    "In 1990, 3,000 people moved to the city.",
+    "Please send the report by Friday.",
+    "Quantum computers use qubits instead of bits.",
+    "She plays the violin in an orchestra.",
+    "The bridge was closed for repairs all summer.",
+    "What time does the museum open?",
+    "Rain is expected later this week in the north.",
+    "ok",
+)
 _STRINGS = tf.TensorSpec([None], tf.string)
 
 
@@ -327,29 +361,122 @@ def export_classifier(model, spm_model_proto, labels, folder,
                          do_lower_case, quantization), path)
 
 
-def export_from_checkpoint(export_options, version, quantization="int8"):
-    """Writes the text-in encoder of `python -m export.export_saved_model
-    --format=litert`.
+def run_encoder(model_bytes, texts):
+    """The `pooled_output` `[B, H]` of an encoder `.tflite` on `texts`, in
+    LiteRT's interpreter with tensorflow-text's ops."""
+    # pylint: disable=import-outside-toplevel
+    from ai_edge_litert import interpreter as interpreter_lib
+    from tensorflow_text import tflite_registrar
 
-    Args:
-        export_options: the program's `export.options.ExportOptions`.
-        version: the version folder name the SavedModels got.
-        quantization: one of `QUANTIZATIONS`.
+    interpreter = interpreter_lib.InterpreterWithCustomOps(
+        custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS,
+        model_content=model_bytes)
+    run = interpreter.get_signature_runner("serving_default")
+    return np.asarray(run(text=np.array(list(texts), dtype=object))[
+        "pooled_output"], np.float32)
+
+
+def reference_pooled(encoder, spm_model_proto, texts, max_seq_length=128,
+                     do_lower_case=True):
+    """The float32 model's `pooled_output` `[B, H]` on `texts`, tokenized
+    as the `.tflite` tokenizes."""
+    inputs = _TextInputs(spm_model_proto, max_seq_length, do_lower_case)
+    packed = inputs.encode(tf.constant(list(texts)))
+    return np.asarray(tf.cast(_encoder_call(encoder, packed)["pooled_output"],
+                              tf.float32))
+
+
+def agreement(reference, outputs):
+    """How well `outputs` `[B, H]` agree with float32's `reference`.
 
     Returns:
-        The path of `encoder.tflite`.
+        A dict: `min_cosine` and `mean_cosine` (each row's cosine to its
+        float32 row), `nearest_own` (rows whose nearest float32 row, by
+        cosine, is their own, out of `rows`) and `confused` (the indices
+        of the others).
     """
-    from albert_tf.config import AlbertConfig
-    from albert_tf.models.pretrainer import AlbertPretrainer
-    from albert_tf.training import checkpoint as checkpoint_lib
+    def unit(x):
+        return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True),
+                              1e-30)
 
-    config = AlbertConfig.from_json_file(export_options.albert_config_file)
-    pretrainer = AlbertPretrainer(config)
-    checkpoint_lib.restore_model(pretrainer, export_options.checkpoint)
-    with tf.io.gfile.GFile(export_options.spm_model_file, "rb") as f:
-        spm_model_proto = f.read()
-    folder = litert_folder(export_options.export_dir, export_options.model_name,
-                           version)
-    return export_encoder(pretrainer.encoder, spm_model_proto, folder,
-                          export_options.max_seq_length,
-                          export_options.do_lower_case, quantization)
+    cosines = unit(outputs) @ unit(reference).T  # [B, B]
+    own = np.diag(cosines)
+    confused = [i for i in range(len(own)) if int(np.argmax(cosines[i])) != i]
+    return {"rows": len(own), "min_cosine": float(own.min()),
+            "mean_cosine": float(own.mean()),
+            "nearest_own": len(own) - len(confused), "confused": confused}
+
+
+def _failure(measures):
+    """Why `agreement`'s `measures` are not good enough, or None."""
+    reasons = []
+    if measures["confused"]:
+        reasons.append("%d of %d sample texts were nearest another text's "
+                       "float32 vector" % (len(measures["confused"]),
+                                           measures["rows"]))
+    if measures["min_cosine"] < MIN_COSINE:
+        reasons.append("the lowest cosine to float32 was %.4f < %s"
+                       % (measures["min_cosine"], MIN_COSINE))
+    return "; ".join(reasons) or None
+
+
+def export_checked_encoder(encoder, spm_model_proto, folder,
+                           max_seq_length=128, do_lower_case=True,
+                           quantization="int8"):
+    """Writes `folder/encoder.tflite` in the narrowest precision, from
+    `quantization` up, that agrees with the float32 model on
+    `SAMPLE_TEXTS`, and `folder/RECORD_FILE` saying what was measured.
+
+    Args:
+        encoder: an `AlbertEncoder` with its weights.
+        spm_model_proto: its serialized SentencePiece model.
+        folder: a new folder (a staging folder: nothing is replaced).
+        max_seq_length, do_lower_case: as in `encoder_model`.
+        quantization: the precision asked for, one of `QUANTIZATIONS`.
+
+    Returns:
+        `(path, record)`: the `.tflite` path and the record written.
+    """
+    check_quantization(quantization)
+    texts = list(SAMPLE_TEXTS)
+    reference = reference_pooled(encoder, spm_model_proto, texts,
+                                 max_seq_length, do_lower_case)
+    tried, fallback, chosen = {}, [], quantization
+    while True:
+        model_bytes = encoder_model(encoder, spm_model_proto, max_seq_length,
+                                    do_lower_case, chosen)
+        measures = agreement(reference, run_encoder(model_bytes, texts))
+        failure = _failure(measures)
+        tried[chosen] = dict(measures, failure=failure)
+        if failure is None or chosen == "float32":
+            break
+        fallback.append("%s: %s" % (chosen, failure))
+        logging.warning("The %s encoder.tflite does not agree with the "
+                        "float32 model (%s); writing %s instead", chosen,
+                        failure, _WIDER[chosen])
+        chosen = _WIDER[chosen]
+    record = {"file": ENCODER_FILE, "requested_quantization": quantization,
+              "quantization": chosen, "fallback": fallback,
+              "sample_texts": len(texts), "min_cosine_required": MIN_COSINE,
+              "agreement": tried}
+    logging.info("encoder.tflite: %s weights; on %d sample texts, cosine to "
+                 "float32 >= %.4f, %d of %d nearest their own vector%s",
+                 chosen, len(texts), tried[chosen]["min_cosine"],
+                 tried[chosen]["nearest_own"], len(texts),
+                 " (fell back from %s)" % quantization
+                 if chosen != quantization else "")
+    path = write_model(model_bytes, os.path.join(folder, ENCODER_FILE))
+    os.makedirs(os.path.join(folder, os.path.dirname(RECORD_FILE)),
+                exist_ok=True)
+    safe_io.write_atomically(os.path.join(folder, RECORD_FILE),
+                             (json.dumps(record, indent=1) + "\n").encode())
+    return path, record
+
+
+def read_record(folder):
+    """The `RECORD_FILE` of a LiteRT version folder, or None."""
+    try:
+        with open(os.path.join(folder, RECORD_FILE), encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None

@@ -20,24 +20,30 @@ from albert_tf.training import checkpoint as checkpoint_lib
 from data_prep import safe_io
 from data_prep import vocab
 from export import layout
+from export import litert
 from export import serving_compat
 from export import serving_dtype_auto
 from export import signatures
 
 ENCODER_SUFFIX = "_encoder"
 PREPROCESSOR_SUFFIX = "_preprocessor"
+LITERT_SUFFIX = "_litert"  # `export.litert.LITERT_SUFFIX`
 KERAS_FILE_NAME = "encoder.keras"
 CONFIG_ASSET = "albert_config.json"
 SPM_ASSET = "spm.model"
 
 
-def model_names(model_name):
-    """The three model folder names of one export, text-in model first."""
-    return {
+def model_names(model_name, litert=False):
+    """The model folder names of one export, text-in model first (and the
+    `.tflite` folder last, with `litert`)."""
+    names = {
         "serving": model_name,
         "encoder": model_name + ENCODER_SUFFIX,
         "preprocessor": model_name + PREPROCESSOR_SUFFIX,
     }
+    if litert:
+        names["litert"] = model_name + LITERT_SUFFIX
+    return names
 
 
 def _read_bytes(path):
@@ -64,8 +70,13 @@ def export_pretrainer(pretrainer, spm_model_proto, export_dir,
                       model_name="albert", version=None, max_seq_length=128,
                       do_lower_case=True, top_k=5, save_keras=True,
                       tf_serving_version=None, serving_shape="dynamic",
-                      serving_dtype="float32"):
+                      serving_dtype="float32", litert_quantization=None):
     """Exports an `AlbertPretrainer` (see `export.export_saved_model`).
+
+    Every folder of the version (and, with `litert_quantization`, the
+    `.tflite`) is written and checked in one staging folder before the
+    first is renamed into place, so a refused or killed export leaves no
+    version behind.
 
     Args:
         pretrainer: the `albert_tf.AlbertPretrainer` with its weights.
@@ -88,10 +99,15 @@ def export_pretrainer(pretrainer, spm_model_proto, export_dir,
             here that agrees with float32; see `export.serving_dtype_auto`).
             The TF-Hub-style encoder and `encoder.keras` stay float32 (they
             are for fine-tuning).
+        litert_quantization: None, or one of `export.litert.QUANTIZATIONS`
+            to write `<model_name>_litert/<version>/encoder.tflite` too
+            (`export.litert.export_checked_encoder`: a quantization that
+            does not agree with float32 falls back to a wider one).
 
     Returns:
         A dict with keys `serving`, `encoder`, `preprocessor` (the version
-        folders) and, with `save_keras`, `keras` (the `.keras` file).
+        folders), with `save_keras`, `keras` (the `.keras` file), and with
+        `litert_quantization`, `litert_encoder` (the `.tflite` file).
 
     Raises:
         ValueError: bad lengths, an unknown `serving_shape`, or a vocabulary
@@ -106,7 +122,9 @@ def export_pretrainer(pretrainer, spm_model_proto, export_dir,
     _check_arguments(config, spm_model_proto, max_seq_length, top_k,
                      serving_shape)
     serving_dtype_auto.check_choice(serving_dtype)
-    names = model_names(model_name)
+    if litert_quantization is not None:
+        litert.check_quantization(litert_quantization)
+    names = model_names(model_name, litert_quantization is not None)
     staged = layout.StagedExport(export_dir, names.values(), version)
     try:
         record, served = serving_dtype_auto.serving_model(
@@ -115,8 +133,14 @@ def export_pretrainer(pretrainer, spm_model_proto, export_dir,
                       spm_model_proto, max_seq_length, do_lower_case, top_k,
                       save_keras, serving_shape)
         serving_compat.check_export(
-            {name: staged.path(name) for name in names.values()},
+            {names[key]: staged.path(names[key])
+             for key in ("serving", "encoder", "preprocessor")},
             tf_serving_version)
+        if litert_quantization is not None:
+            litert.export_checked_encoder(
+                pretrainer.encoder, spm_model_proto,
+                staged.path(names["litert"]), max_seq_length, do_lower_case,
+                litert_quantization)
         final = staged.commit()
     except BaseException as error:
         staged.abort()
@@ -127,6 +151,9 @@ def export_pretrainer(pretrainer, spm_model_proto, export_dir,
     paths = {key: final[name] for key, name in names.items()}
     if save_keras:
         paths["keras"] = os.path.join(paths["encoder"], KERAS_FILE_NAME)
+    if "litert" in paths:
+        paths["litert_encoder"] = os.path.join(paths.pop("litert"),
+                                               litert.ENCODER_FILE)
     logging.info("Exported version %d of %s", staged.version,
                  ", ".join(names.values()))
     return paths
