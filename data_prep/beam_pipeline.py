@@ -440,6 +440,7 @@ def create_pretraining_data(
     start_time = time.time()
     pipeline.check_shuffle_memory(shuffle_memory_bytes)
     beam_pipeline_options = pipeline_options(runner, pipeline_args)
+    output_file = output_lib.resolve_output_file(output_file)
     pipeline.check_arguments(output_file, options, dupe_factor,
                              num_output_shards, chunk_bytes, dynamic_masking)
     prepared = pipeline.plan_inputs(input_file, spm_model_file, _REMOTE)

@@ -133,13 +133,30 @@ def check_outputs(output_file, num_output_shards=1):
                 "data/train.tfrecord" % path)
     for path in written_paths(output_file, num_output_shards):
         safe_io.check_output_path(path, "--output_file", kind="file")
+        if not filesystems.is_remote(path):
+            try:
+                safe_io.check_replaceable(path)
+            except safe_io.OutputError as error:
+                raise safe_io.OutputError(f"--output_file: {error}") from None
+
+
+def resolve_output_file(output_file):
+    """`--output_file` with each path that is a symbolic link resolved to
+    its target, once, up front (named in the log): the shards and the
+    statistics are written beside the target, never over the link."""
+    return ",".join(safe_io.resolve_output(p.strip(), "--output_file")
+                    for p in output_file.split(",") if p.strip())
 
 
 def _is_earlier_output(path, kind, base, remote):
     """Whether the content of `path` shows it was written by the builder
     for the output named `base` (`kind`: "shard", "stats" or "temp")."""
+    if not filesystems.is_remote(path) and os.path.islink(path):
+        return False  # Not made by a builder: builders never make links.
     if kind == "temp":
-        return True  # A hidden name only this output's runs write.
+        # An unfinished shard or statistics file: its content says which.
+        kind = "stats" if (STATS_PREFIX + base + STATS_EXTENSION) in path \
+            else "shard"
     try:
         data = (reader.read_bytes(path, remote) if kind == "stats"
                 else _head(path, remote))

@@ -586,6 +586,7 @@ def create_pretraining_data(
         shuffle.BucketError: a temporary file was damaged during the run.
     """
     check_shuffle_memory(shuffle_memory_bytes)
+    output_file = output_lib.resolve_output_file(output_file)
     check_arguments(output_file, options, dupe_factor, num_output_shards,
                     chunk_bytes, dynamic_masking)
     prepared = plan_inputs(input_file, spm_model_file)

@@ -16,6 +16,8 @@ import heapq
 import io
 import os
 import re
+import shutil
+import tempfile
 
 import sentencepiece as spm
 from absl import logging
@@ -212,6 +214,10 @@ def check_outputs(model_prefix):
             "a local prefix and copy the files" % model_prefix)
     for path in output_paths(model_prefix):
         safe_io.check_output_path(path, "--model_prefix", kind="file")
+        try:
+            safe_io.check_replaceable(path)
+        except safe_io.OutputError as error:
+            raise safe_io.OutputError(f"--model_prefix: {error}") from None
 
 
 def output_paths(model_prefix):
@@ -365,14 +371,6 @@ def _move_into_place(temp_prefix, model_prefix, piece_size):
             raise safe_io.OutputError(safe_io.describe_os_error(e, final)) from None
 
 
-def _remove(paths):
-    for path in paths:
-        try:
-            os.remove(path)
-        except OSError:
-            pass
-
-
 def train_from_sentences(sample, model_prefix, input_patterns, counters,
                          num_files, vocab_size=30000, character_coverage=0.9995,
                          hard_vocab_limit=True, num_threads=None,
@@ -381,7 +379,7 @@ def train_from_sentences(sample, model_prefix, input_patterns, counters,
     of `train_vocab`; `data_prep.beam_vocab` samples with Beam instead).
 
     SentencePiece writes under a hidden temporary prefix
-    (`safe_io.temporary_path`: `.<name>.incomplete.model`, `.vocab`); the
+    (a fresh private folder `.<name>.incomplete-*` beside them); the
     files are checked and renamed into place only when both are whole.
 
     Args:
@@ -415,7 +413,17 @@ def train_from_sentences(sample, model_prefix, input_patterns, counters,
         except OSError as e:
             raise safe_io.OutputError(
                 safe_io.describe_os_error(e, directory)) from None
-    temp_prefix = safe_io.temporary_path(model_prefix)
+    # SentencePiece opens its files by name and follows links: it writes
+    # only inside a fresh private folder (mkdtemp), where nothing can have
+    # been planted.
+    try:
+        temp_folder = tempfile.mkdtemp(
+            prefix="." + os.path.basename(model_prefix) + ".incomplete-",
+            dir=directory or ".")
+    except OSError as e:
+        raise safe_io.OutputError(
+            safe_io.describe_os_error(e, directory or ".")) from None
+    temp_prefix = os.path.join(temp_folder, os.path.basename(model_prefix))
     options = _trainer_options(vocab_size, character_coverage,
                                hard_vocab_limit, num_threads)
     options.update(model_prefix=temp_prefix, **(extra_trainer_options or {}))
@@ -430,7 +438,7 @@ def train_from_sentences(sample, model_prefix, input_patterns, counters,
             _loads(temp_model)) else -1
         _move_into_place(temp_prefix, model_prefix, piece_size)
     finally:
-        _remove(output_paths(temp_prefix))
+        shutil.rmtree(temp_folder, ignore_errors=True)
     return output_paths(model_prefix)
 
 

@@ -344,8 +344,9 @@ def test_output_that_is_an_input_is_refused_before_writing(
         # The glob names the corpus twice (the link too): refused first.
         (str(data / "*.txt"), str(data / "link.txt"), 1, "link.txt is given "
          "twice"),
+        # An output named by a link is resolved first: its target is named.
         (str(data / "corpus.txt"), str(data / "link.txt"), 1,
-         "(as %s)" % corpus),
+         "Output %s is also an input" % corpus),
         ("%s,%s" % (data / "x*", corpus), str(data / "x.tfrecord"), 2,
          "x.tfrecord-00001-of-00002 is also an input"),
         (str(data / "c*"), "%s,%s" % (data / "new.tfrecord", corpus), 1,
