@@ -5,15 +5,19 @@ layouts) made from tiny models by the project's own converters, and the
 two Hugging Face file routes `hf_hub_download` asks for
 (`HEAD`/`GET /<repo>/resolve/<revision>/<file>`), reached through
 `HF_ENDPOINT`. keras-hub's Kaggle presets cannot be served this way: their
-path is covered by the offline error only.
+path is covered by the offline error only. The server can ask for basic
+authentication (`auth`) and redirect (`behaviour[path] = ("redirect",
+url)`); it keeps every request's Authorization header (`seen`).
 """
 
+import base64
 import collections
 import hashlib
 import http.server
 import io
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -45,6 +49,8 @@ class FileServer:
     def __init__(self):
         self.files, self.behaviour = {}, {}
         self.hits = collections.Counter()
+        self.auth = None  # (user, password) the server asks for
+        self.seen = []  # (path, Authorization header or None)
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -61,6 +67,22 @@ class FileServer:
 
             def _answer(self, body):
                 path = self.path.split("?", 1)[0]
+                header = self.headers.get("Authorization")
+                server.seen.append((path, header))
+                if server.auth and header != "Basic " + base64.b64encode(
+                        ":".join(server.auth).encode()).decode():
+                    self.send_response(401, "Unauthorized")
+                    self.send_header("WWW-Authenticate", 'Basic realm="m"')
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                behaviour = server.behaviour.get(path)
+                if isinstance(behaviour, tuple) and behaviour[0] == "redirect":
+                    self.send_response(302)
+                    self.send_header("Location", behaviour[1])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 data = server.files.get(path)
                 if data is None:
                     self.send_response(404)
@@ -75,7 +97,6 @@ class FileServer:
                 if not body:
                     return
                 server.hits[path] += 1
-                behaviour = server.behaviour.get(path)
                 if behaviour == "drop_once" and server.hits[path] == 1:
                     self.wfile.write(data[:len(data) // 2])
                     self.wfile.flush()
@@ -201,7 +222,7 @@ def test_a_truncated_archive_is_named_and_not_cached(server, cache, tiny_release
     server.files["/t.tar.gz"] = tiny_release[2][:len(tiny_release[2]) // 2]
     url = server.url + "/t.tar.gz"
     key = released.resolve(url).cache_key
-    _fails_leaving_nothing(cache, url, url, "not a whole .tar.gz archive",
+    _fails_leaving_nothing(cache, url, url, "the download is not a whole tar archive",
                            os.path.join(str(cache), key))
 
 
@@ -234,18 +255,164 @@ def test_offline_an_uncached_name_says_what_to_fetch_and_where(
         os.path.join(str(cache), "albert_xlarge_v1"))
 
 
-def test_a_partial_folder_of_a_killed_fetch_is_never_taken(
+_KILLED_FETCH = """
+import os, sys
+from data_prep import safe_io
+root, key = sys.argv[1], sys.argv[2]
+lock = safe_io.OutputLock(os.path.join(root, key), "fetch",
+                          flag="cache entry", kind="file").acquire()
+partial = lock.make_folder(root, "." + key + ".partial-")
+os.makedirs(os.path.join(partial, "unpacked", "albert_base"))
+print(partial)
+os._exit(9)  # killed: the lock lists the partial folder
+"""
+
+
+def test_a_killed_fetch_is_cleared_but_a_folder_named_like_it_is_kept(
         server, cache, tiny_release):
+    """What the lock lists as a killed fetch's is removed; a user's folder
+    that merely has the name of a partial one is never touched."""
+    from tests.hostile import common
+
     server.files["/k.tar.gz"] = tiny_release[2]
     url = server.url + "/k.tar.gz"
     key = released.resolve(url).cache_key
-    partial = cache / f".{key}.partial-killed"
-    (partial / "unpacked" / "albert_base").mkdir(parents=True)
-    (partial / "download").mkdir()
-    (partial / "download" / "k.tar.gz").write_bytes(tiny_release[2][:100])
+    cache.mkdir()
+    killed = subprocess.run(
+        [sys.executable, "-c", _KILLED_FETCH, str(cache), key],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    partial = killed.stdout.strip()
+    assert os.path.isdir(os.path.join(partial, "unpacked")), killed.stderr
+    mine = cache / f".{key}.partial-mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    kept = common.Snapshot(mine)
     pretrained.load_pretrained(url)
     assert server.hits["/k.tar.gz"] == 1
-    assert not partial.exists()
+    assert not os.path.exists(partial)
+    kept.assert_unchanged()
+    assert sorted(_entries(cache)) == sorted([key, mine.name])
+
+
+def test_a_crafted_archive_is_refused_naming_its_member(
+        server, cache, tmp_path):
+    """The archive that defeats tarfile's `data` filter on Pythons before
+    3.11.13 (CVE-2025-4517), shaped for the fetch's own unpacking folder
+    so that its file would land beside the cache: refused by the
+    project's member check, nothing written outside the cache or left in
+    it."""
+    from tests import test_safe_archive
+
+    url = server.url + "/evil.tar.gz"
+    key = released.resolve(url).cache_key
+    destination = len(str(cache)) + len(f"/.{key}.partial-") + 8 + len(
+        "/unpacked")
+    archive = test_safe_archive.make_tar(
+        tmp_path / "evil.tar.gz",
+        test_safe_archive.escaping_members(destination, climb=3))
+    server.files["/evil.tar.gz"] = (tmp_path / "evil.tar.gz").read_bytes()
+    os.remove(archive)
+    message = _fails_leaving_nothing(
+        cache, url, "the archive's member 'a' is a symbolic link",
+        "nothing was extracted", os.path.join(str(cache), key))
+    assert url in message
+    assert sorted(os.listdir(tmp_path)) == ["cache"]
+    assert _entries(cache) == []
+
+
+def test_basic_auth_urls_work_and_the_password_is_shown_nowhere(
+        server, cache, tiny_release, capfd, caplog):
+    server.auth = ("me", "pa:ss@word")
+    server.files["/private/b.tar.gz"] = tiny_release[2]
+    good = server.url.replace("//", "//me:pa%3Ass%40word@") + "/private/b.tar.gz"
+    bad = server.url.replace("//", "//me:wrong-pw@") + "/private/b.tar.gz"
+    caplog.set_level("DEBUG")
+    with pytest.raises(model_cache.FetchError) as info:
+        pretrained.load_pretrained(bad)
+    assert "HTTP 401" in str(info.value) and "me:***@" in str(info.value)
+    assert "wrong-pw" not in str(info.value)
+    _assert_same(pretrained.load_pretrained(tiny_release[0]),
+                 pretrained.load_pretrained(good))
+    assert server.hits["/private/b.tar.gz"] == 1
+    out, err = capfd.readouterr()
+    shown = out + err + caplog.text
+    assert "me:***@" in err
+    for secret in ("pa:ss@word", "pa%3Ass%40word", "wrong-pw"):
+        assert secret not in shown
+    for folder, _, names in os.walk(cache):
+        for name in names:
+            with open(os.path.join(folder, name), "rb") as f:
+                data = f.read()
+            assert b"pa%3Ass" not in data and b"pa:ss@" not in data, name
+
+
+def test_credentials_never_follow_a_redirect_to_another_host(
+        server, cache, tiny_release):
+    other = FileServer()
+    try:
+        other.files["/b.tar.gz"] = tiny_release[2]
+        server.behaviour["/b.tar.gz"] = ("redirect", other.url + "/b.tar.gz")
+        url = server.url.replace("//", "//me:pw@") + "/b.tar.gz"
+        pretrained.load_pretrained(url)
+        assert server.seen == [("/b.tar.gz", "Basic bWU6cHc=")]
+        assert other.seen == [("/b.tar.gz", None)]
+    finally:
+        other.stop()
+
+
+def _unpack_by_hand(source_dir, entry):
+    """What the fetch error advises: the archive unpacked into the entry."""
+    os.makedirs(entry)
+    shutil.copytree(source_dir, os.path.join(entry, "albert_base"))
+
+
+def test_another_model_unpacked_by_hand_under_a_released_name_is_refused(
+        cache, tiny_release):
+    from tests.hostile import common
+
+    entry = os.path.join(str(cache), "albert_base_v2")
+    _unpack_by_hand(tiny_release[0], entry)
+    snapshot = common.Snapshot(cache)
+    with pytest.raises(model_cache.FetchError) as info:
+        pretrained.load_pretrained("albert_base_v2")
+    message = str(info.value)
+    assert "\n" not in message
+    assert (f"the cached folder {entry} is not albert_base_v2 (11,683,584 "
+            "parameters)") in message, message
+    assert f"rm -r {entry}" in message and "vocab_size=48" in message
+    snapshot.assert_unchanged()
+    assert not os.path.exists(os.path.join(entry, model_cache.RECORD_NAME))
+
+
+def test_an_entry_is_checked_again_on_every_load(cache, tiny_release,
+                                                 tmp_path):
+    """A folder unpacked by hand that holds what its URL names loads, once
+    checked in full (then recorded); once changed, it is checked in full
+    again and refused when it no longer reads as the model."""
+    url = "http://127.0.0.1:9/models/tiny.tar.gz"  # nothing listens
+    entry = os.path.join(str(cache), released.resolve(url).cache_key)
+    _unpack_by_hand(tiny_release[0], entry)
+    fetched = pretrained.load_pretrained(url)
+    _assert_same(pretrained.load_pretrained(tiny_release[0]), fetched)
+    with open(os.path.join(entry, model_cache.RECORD_NAME)) as f:
+        record = json.load(f)
+    assert record["source"] == url and record["release"] is None
+    assert record["config"]["vocab_size"] == 48
+    assert record["shapes"]["bert/embeddings/word_embeddings"][0] == 48
+    assert record["files"]["albert_base/albert_config.json"] > 0
+    # Another model's config under the same entry.
+    config = os.path.join(entry, "albert_base", "albert_config.json")
+    with open(config) as f:
+        values = json.load(f)
+    values["vocab_size"] = 64
+    with open(config, "w") as f:
+        json.dump(values, f)
+    with pytest.raises(model_cache.FetchError) as info:
+        pretrained.load_pretrained(url)
+    message = str(info.value)
+    assert f"the cached folder {entry} is not an ALBERT model (it changed " \
+        "since it was checked)" in message, message
+    assert f"rm -r {entry}" in message
 
 
 def test_names_reach_the_text_models_and_continued_pretraining(

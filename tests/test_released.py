@@ -87,3 +87,18 @@ def test_a_local_path_wins_over_a_name(tmp_path, monkeypatch):
     assert not released.is_reference("runs/mine")  # a path, not a name
     assert not released.is_reference(None)
     assert released.is_reference("hf://albert/albert-base-v2")
+
+
+def test_credentials_in_a_url_are_shown_nowhere_and_key_nothing():
+    plain = released.resolve("https://h/m/albert_base_v2.tar.gz")
+    signed = released.resolve("https://me:pw1@h/m/albert_base_v2.tar.gz")
+    renewed = released.resolve("https://me:pw2@h/m/albert_base_v2.tar.gz")
+    # The key is of the URL without its credentials: a renewed password
+    # finds the same entry, and no password is hashed into a path.
+    assert signed.cache_key == renewed.cache_key
+    assert signed.location == "https://me:pw1@h/m/albert_base_v2.tar.gz"
+    assert signed.release is plain.release
+    with pytest.raises(ValueError) as error:
+        released.resolve("https://me:pw1@h/m/albert.zip?token=t0k")
+    assert "pw1" not in str(error.value) and "t0k" not in str(error.value)
+    assert "https://me:***@h/m/albert.zip?token=***" in str(error.value)

@@ -1,46 +1,76 @@
 """Fetching released weights into a local cache, checked before use.
 
-Each source is fetched by the library that keeps it: archives by
-`keras.utils.get_file`, Hugging Face repositories by `huggingface_hub`
-(its own cache, `HF_ENDPOINT`, `HF_HUB_OFFLINE`), keras-hub presets by
-keras-hub's preset loader (Kaggle's cache). All show a progress bar.
+Archives are downloaded here (`urllib`, a progress bar on a terminal),
+Hugging Face repositories by `huggingface_hub` (its own cache,
+`HF_ENDPOINT`, `HF_HUB_OFFLINE`), keras-hub presets by keras-hub's preset
+loader (Kaggle's cache).
 
 Archives live in `$ALBERT_TF_CACHE` (default `~/.cache/albert_tf`, or
 under `$XDG_CACHE_HOME`), one folder per archive, unpacked. A download
-goes to a hidden `.<key>.partial-*` folder, is unpacked and checked there
-(`check`: the converter reads it and the model has the release's
-parameter count), and only then renamed to `<key>/`: a folder of that
-name is always whole. A dropped connection restarts the download (up to
-`ATTEMPTS` times); a killed run leaves only a hidden partial folder, which
-the next fetch of the same key removes. Two processes fetching one key
-take turns on `.<key>.lock`: the second finds the first's copy.
+goes to a hidden `.<key>.partial-*` folder the fetch makes and records in
+its lock (`.<key>.lock`); every member of the archive is checked before
+anything is unpacked (`data_prep.safe_archive`: files and folders only,
+names inside the folder), the unpacked model is checked (`check`: the
+converter reads it and the model has the release's parameter count), and
+only then is it renamed to `<key>/`, with a record of what was checked
+(`.albert_cache.json`). A dropped connection restarts the download (up to
+`ATTEMPTS` times); a killed run leaves only its hidden folder, which the
+next fetch of the same key removes because the lock lists it (never by its
+name). Two processes fetching one key take turns on the lock: the second
+finds the first's copy.
 
-Every failure is one `FetchError` line naming the URL, the cache path and
-what was wrong; nothing is left in the cache. Guide: docs/converting.md.
+Every load of a cached entry checks it again, cheaply: its files' sizes and
+ends, its config and its tensor shapes (read from the checkpoint index or
+the safetensors header) against its record. An entry without a record (a
+folder unpacked by hand) or one that no longer matches it is checked in
+full, as a download is, and refused in one line naming the folder when it
+is not the release.
+
+A URL's `user:password@` is sent as a basic `Authorization` header (never
+to another host a redirect leads to), and every line, log and record shows
+URLs without their credentials (`data_prep.redaction`). Every failure is
+one `FetchError` line naming the URL, the cache path and what was wrong;
+nothing is left in the cache. Guide: docs/converting.md.
 """
 
+import base64
 import contextlib
 import errno
-import glob
+import http.client
+import json
+import logging
 import os
-import re
 import shutil
-import socket
-import tarfile
-import tempfile
-
-import filelock
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
 
 from albert_tf.convert import released
+from data_prep import progress
+from data_prep import redaction
+from data_prep import safe_archive
+from data_prep import safe_io
 
 CACHE_ENV = "ALBERT_TF_CACHE"
 ATTEMPTS = 3
 # Seconds without a byte before a download counts as dropped.
 TIMEOUT = 60.0
+# What a cache entry holds about itself once checked.
+RECORD_NAME = ".albert_cache.json"
+RECORD_VERSION = 1
+# How often a fetch waiting for another one's lock looks again.
+_LOCK_POLL = 0.5
+_CHUNK = 1 << 20
 
 
 class FetchError(ValueError):
-    """A model that could not be fetched or failed its checks (one line)."""
+    """A model that could not be fetched or failed its checks (one line,
+    URLs without their credentials)."""
+
+    def __init__(self, message):
+        super().__init__(redaction.redact(message))
 
 
 def cache_root():
@@ -67,8 +97,9 @@ def fetch(source, check):
         The local model folder (any format `load_pretrained` reads).
 
     Raises:
-        FetchError: the download, the unpacking or the check failed, or the
-            network is not reachable and nothing is cached.
+        FetchError: the download, the unpacking or the check failed, the
+            cached entry is not the release, or the network is not reachable
+            and nothing is cached.
     """
     if source.kind == "archive":
         return _fetch_archive(source, check)
@@ -83,27 +114,58 @@ def _fetch_archive(source, check):
     root = cache_root()
     entry = os.path.join(root, source.cache_key)
     if os.path.isdir(entry):
-        return model_folder(entry, source)
+        return verified_entry(entry, source, check)
     try:
         os.makedirs(root, exist_ok=True)
-        with filelock.FileLock(os.path.join(root, f".{source.cache_key}.lock")):
+        lock = _take_turn(root, source.cache_key)
+        try:
             if not os.path.isdir(entry):  # else another process fetched it
-                _fetch_locked(source, check, root, entry)
+                _fetch_locked(source, check, lock, root, entry)
+        finally:
+            lock.release()
+    except safe_io.OutputError as error:
+        raise FetchError(_archive_line(source, entry, str(error))) from None
     except OSError as error:
         # A read-only or full cache: no network problem, nothing to fetch
         # by hand.
         raise FetchError(_archive_line(
             source, entry, "cannot write the cache "
             f"({error.strerror or error}: {error.filename or root})")) from None
-    return model_folder(entry, source)
+    return verified_entry(entry, source, check)
 
 
-def _fetch_locked(source, check, root, entry):
+def _take_turn(root, key):
+    """The lock of `key`'s entry, once no other fetch holds it."""
+    lock = safe_io.OutputLock(os.path.join(root, key), "fetch",
+                              flag="cache entry", kind="file")
+    waiting = False
+    while True:
+        try:
+            return lock.acquire()
+        except safe_io.OutputLockedError:
+            if not waiting:
+                logging.info("Waiting for another process fetching %s",
+                             os.path.join(root, key))
+                waiting = True
+            time.sleep(_LOCK_POLL)
+
+
+def _fetch_locked(source, check, lock, root, entry):
     """Downloads, unpacks, checks and renames into place (the lock held)."""
-    _remove_partials(root, source.cache_key)
-    staging = tempfile.mkdtemp(prefix=f".{source.cache_key}.partial-", dir=root)
+    lock.remove_previous_leftovers()
+    staging = lock.make_folder(root, f".{source.cache_key}.partial-")
     try:
-        unpacked = _download_and_unpack(source, staging, entry)
+        archive = os.path.join(staging, "archive")
+        _download(source, archive, entry)
+        unpacked = os.path.join(staging, "unpacked")
+        try:
+            safe_archive.extract(archive, unpacked)
+        except safe_archive.ArchiveError as error:
+            problem = str(error)
+            if problem.startswith("not a whole"):
+                problem = "the download is " + problem
+            raise FetchError(_archive_line(source, entry, problem)) from None
+        os.remove(archive)
         folder = model_folder(unpacked, source, entry)
         try:
             check(folder, source)
@@ -111,90 +173,88 @@ def _fetch_locked(source, check, root, entry):
             raise FetchError(_archive_line(
                 source, entry, f"the archive is not {_expected(source)}: "
                 f"{_first_line(error)}")) from None
+        _write_record(unpacked, folder, source)
         os.rename(unpacked, entry)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        lock.remove_recorded(staging)
+        if os.path.lexists(staging):
+            shutil.rmtree(staging, ignore_errors=True)
 
 
-def _remove_partials(root, key):
-    """Partial folders of `key` left by a killed fetch (the lock is held,
-    so none is being written)."""
-    for partial in glob.glob(os.path.join(root, glob.escape(f".{key}.partial-")
-                                          + "*")):
-        shutil.rmtree(partial, ignore_errors=True)
+# === Downloading ===
 
-
-def _download_and_unpack(source, staging, entry):
-    import keras
-
-    name = source.location.rsplit("/", 1)[-1].split("?", 1)[0]
-    archive, errors = None, []
-    while archive is None and len(errors) < ATTEMPTS:
+def _download(source, path, entry):
+    """Downloads `source.location` into the new file `path`, restarting a
+    dropped download up to `ATTEMPTS` times."""
+    request = _request(source.location)
+    errors = []
+    while len(errors) < ATTEMPTS:
         try:
-            with _socket_timeout(TIMEOUT):
-                archive = keras.utils.get_file(
-                    fname=name, origin=source.location, cache_dir=staging,
-                    cache_subdir="download")
-        except Exception as error:  # noqa: BLE001 - get_file raises Exception
-            errors.append(_fetch_failure(error))
-            if _is_final(error):
-                break
-    if archive is None or not os.path.isfile(archive):
-        raise FetchError(_archive_line(source, entry, errors[-1], by_hand=True))
-    unpacked = os.path.join(staging, "unpacked")
-    try:
-        with tarfile.open(archive) as tar:
-            tar.extractall(unpacked, filter="data")
-    except OSError as error:
-        if error.errno in _WRITE_ERRNOS:
-            raise
-        raise FetchError(_archive_line(
-            source, entry, "the download is not a whole .tar.gz archive "
-            f"({_first_line(error)})")) from None
-    except (tarfile.TarError, EOFError, ValueError) as error:
-        raise FetchError(_archive_line(
-            source, entry, "the download is not a whole .tar.gz archive "
-            f"({_first_line(error)})")) from None
-    os.remove(archive)
-    return unpacked
+            _download_once(request, path, source, entry)
+            return
+        except urllib.error.HTTPError as error:
+            error.close()
+            errors.append(f"HTTP {error.code} {error.reason}")
+            if 400 <= error.code < 500:
+                break  # the server's answer: asking again gets the same
+        except urllib.error.URLError as error:
+            errors.append(f"cannot connect ({error.reason})")
+            if isinstance(error.reason, OSError) and error.reason.errno in (
+                    -2, -3, -5):
+                break  # no such host: asking again gets the same
+        except (http.client.HTTPException, ConnectionError, TimeoutError,
+                _Dropped) as error:
+            errors.append(f"the connection dropped ({_first_line(error)})")
+        except OSError as error:
+            if error.errno in _WRITE_ERRNOS or isinstance(
+                    error, safe_io.OutputError):
+                raise
+            errors.append(f"the connection dropped ({_first_line(error)})")
+        if os.path.lexists(path):
+            os.remove(path)
+    raise FetchError(_archive_line(source, entry, errors[-1], by_hand=True))
+
+
+class _Dropped(Exception):
+    """A download that ended before its announced length."""
+
+
+def _request(url):
+    """The request for `url`: its `user:password@` taken out of the URL
+    and sent as a basic `Authorization` header, which urllib does not send
+    on to where a redirect leads."""
+    bare, credentials = redaction.split_credentials(url)
+    request = urllib.request.Request(bare, headers={
+        "User-Agent": "albert_tf (model cache)"})
+    if credentials:
+        token = base64.b64encode(":".join(credentials).encode("utf-8"))
+        request.add_unredirected_header("Authorization",
+                                        "Basic " + token.decode("ascii"))
+    return request
+
+
+def _download_once(request, path, source, entry):
+    name = urllib.parse.urlsplit(request.full_url).path.rsplit("/", 1)[-1]
+    with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
+        length = response.headers.get("Content-Length")
+        length = int(length) if length and length.isdigit() else None
+        print(f"Downloading {redaction.redact(source.location)} into {entry}",
+              file=sys.stderr, flush=True)
+        received = 0
+        with safe_io.open_new(path) as out, progress.bar(
+                total=length / 1e6 if length else None,
+                description=f"Downloading {name}", unit="MB") as bar:
+            for block in iter(lambda: response.read(_CHUNK), b""):
+                out.write(block)
+                received += len(block)
+                bar.update(len(block) / 1e6)
+    if length is not None and received != length:
+        raise _Dropped(f"{received:,} of {length:,} bytes")
 
 
 # Failures of the cache's disk, not of the archive.
 _WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EROFS,
                  errno.EFBIG, errno.EPERM)
-
-
-def _fetch_failure(error):
-    """get_file's "URL fetch failure on <url>: <code> -- <reason>" without
-    the URL, which the caller's line already names."""
-    text = _first_line(error)
-    match = re.match(r"URL fetch failure on \S+: (\S+) -- (.*)", text)
-    if not match:
-        return text
-    code, reason = match.groups()
-    if code in ("None", "-2", "-3", "111", "110", "101"):
-        return f"cannot connect ({reason})"
-    return f"HTTP {code} {reason}"
-
-
-def _is_final(error):
-    """An answer from the server (404, 403...) or no network at all:
-    trying again would get the same."""
-    text = str(error)
-    return (" 4" in text and " -- " in text) or "Name or service not known" in text \
-        or "Temporary failure in name resolution" in text
-
-
-@contextlib.contextmanager
-def _socket_timeout(seconds):
-    # keras.utils.get_file opens its URL without a timeout; a stalled
-    # server would hang the fetch forever.
-    old = socket.getdefaulttimeout()
-    socket.setdefaulttimeout(seconds)
-    try:
-        yield
-    finally:
-        socket.setdefaulttimeout(old)
 
 
 def model_folder(folder, source, entry=None):
@@ -209,6 +269,161 @@ def model_folder(folder, source, entry=None):
         return folder
     raise FetchError(_archive_line(source, entry or folder,
                                    "the archive is empty"))
+
+
+# === A cached entry, checked on every load ===
+
+def verified_entry(entry, source, check):
+    """The model folder of a cached entry, once it is shown to hold
+    `source`'s weights.
+
+    Its record (`RECORD_NAME`, written when it was fetched or first checked)
+    must name the same source and match the entry's facts now: the files'
+    sizes and ends, the config, the tensor shapes. Otherwise (a folder
+    unpacked by hand, or changed since) the entry is checked in full with
+    `check`, and recorded when it passes.
+
+    Args:
+        entry: the cache folder of `source`.
+        source: a `released.Source` of kind "archive".
+        check: as `fetch`'s.
+
+    Returns:
+        The model folder inside `entry`.
+
+    Raises:
+        FetchError: the entry is not `source`'s weights (names the folder
+            and how to clear it).
+    """
+    folder = model_folder(entry, source)
+    record = _read_record(entry)
+    if record is not None and _same(record, _record(entry, folder, source)):
+        return folder
+    try:
+        check(folder, source)
+    except Exception as error:  # noqa: BLE001 - any check failure
+        why = ("it changed since it was checked" if record else
+               "no record of a check: unpacked by hand?")
+        raise FetchError(
+            f"Cannot load {source.reference!r}: the cached folder {entry} is "
+            f"not {_expected(source)} ({why}): {_first_line(error)}. Remove "
+            f"it (rm -r {entry}) to fetch {source.location} again, or unpack "
+            "the release's archive into it") from None
+    if os.path.islink(entry):
+        # Never written through a link the cache did not make: checked in
+        # full on each load instead.
+        logging.info("%s is a symbolic link: checked in full on every load",
+                     entry)
+    else:
+        try:
+            _write_record(entry, folder, source)
+        except (OSError, safe_io.OutputError) as error:
+            logging.warning("Could not record the check of %s (%s); it is "
+                            "checked in full on the next load", entry,
+                            _first_line(error))
+    return folder
+
+
+def _record(entry, folder, source):
+    """What the record of `entry` says when it holds `source` unchanged."""
+    return {
+        "version": RECORD_VERSION,
+        "source": redaction.redact(source.location),
+        "release": source.release.name if source.release else None,
+        "num_parameters": (source.release.num_parameters if source.release
+                           else None),
+        **model_facts(entry, folder),
+    }
+
+
+def _same(record, expected):
+    """Whether a record read back matches; the URL it was fetched from
+    may differ (a mirror, a renewed signature): the key names the release
+    or the URL already."""
+    return all(record.get(k) == v for k, v in expected.items()
+               if k != "source")
+
+
+def _write_record(entry, folder, source):
+    safe_io.write_atomically(
+        os.path.join(entry, RECORD_NAME),
+        json.dumps(_record(entry, folder, source), indent=1, sort_keys=True))
+
+
+def _read_record(entry):
+    try:
+        with open(os.path.join(entry, RECORD_NAME), encoding="utf-8") as f:
+            record = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def model_facts(entry, folder):
+    """Facts about a model folder, cheap to read again on every load.
+
+    Args:
+        entry: the cache entry (file paths are given relative to it).
+        folder: the model folder inside it.
+
+    Returns:
+        A JSON-ready dict: `files` (each file's path and size, and a
+        fingerprint of their first and last MiB), `config` (the config
+        file's fields), `shapes` (`{tensor: shape}` from a checkpoint
+        index or a safetensors header, else None).
+    """
+    paths = sorted(
+        os.path.join(parent, name)
+        for parent, folders, names in os.walk(entry)
+        for name in names if not name.startswith("."))
+    return {
+        "files": {os.path.relpath(p, entry): os.path.getsize(p)
+                  for p in paths},
+        "fingerprint": safe_io.content_fingerprint(paths),
+        "config": _config_fields(folder),
+        "shapes": _tensor_shapes(folder),
+    }
+
+
+def _config_fields(folder):
+    for name in ("albert_config.json", "config.json"):
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            try:
+                with open(path, encoding="utf-8") as f:
+                    return json.load(f)
+            except (OSError, ValueError):
+                return None
+    return None
+
+
+def _tensor_shapes(folder):
+    """`{tensor: shape}` from the checkpoint's index or the safetensors
+    file's header: no tensor is read."""
+    safetensors = os.path.join(folder, "model.safetensors")
+    if os.path.isfile(safetensors):
+        return _safetensors_shapes(safetensors)
+    from albert_tf.convert import tf1
+
+    try:
+        prefix = tf1.find_checkpoint(folder)
+        shapes = tf1.checkpoint_names(prefix)
+    except Exception:  # noqa: BLE001 - no checkpoint, or not readable
+        return None
+    return {name: list(shape) for name, shape in sorted(shapes.items())}
+
+
+def _safetensors_shapes(path):
+    try:
+        with open(path, "rb") as f:
+            size = int.from_bytes(f.read(8), "little")
+            if size > 100 << 20:
+                return None
+            header = json.loads(f.read(size))
+    except (OSError, ValueError):
+        return None
+    return {name: info.get("shape") for name, info in sorted(header.items())
+            if isinstance(info, dict) and name != "__metadata__"}
 
 
 def _archive_line(source, entry, problem, by_hand=False):
@@ -333,5 +548,5 @@ def _first_line(error):
     return (text.splitlines() or [type(error).__name__])[0].rstrip(".")
 
 
-__all__ = ["ATTEMPTS", "CACHE_ENV", "FetchError", "cache_root", "fetch",
-           "model_folder"]
+__all__ = ["ATTEMPTS", "CACHE_ENV", "FetchError", "RECORD_NAME", "cache_root",
+           "fetch", "model_facts", "model_folder", "verified_entry"]

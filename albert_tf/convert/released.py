@@ -11,7 +11,9 @@ A *reference* names weights that are not (yet) on this machine:
 - `kaggle://org/model/keras/variant[/version]` or a keras-hub preset name
   (`albert_base_en_uncased`): keras-hub's preset loader;
 - `http(s)://.../name.tar.gz` (or `.tgz`): an archive in the official
-  layout (`albert_config.json`, `model.ckpt*`, `30k-clean.model`).
+  layout (`albert_config.json`, `model.ckpt*`, `30k-clean.model`); a
+  `user:password@` in it is sent as a basic `Authorization` header, and
+  shown nowhere (`data_prep.redaction`).
 
 An existing local path always wins over a reference of the same spelling.
 `albert_tf.convert.model_cache` fetches, checks and caches what `resolve`
@@ -22,6 +24,8 @@ import dataclasses
 import hashlib
 import os
 import re
+
+from data_prep import redaction
 
 OFFICIAL_BASE_URL = "https://storage.googleapis.com/albert_models"
 MIRROR_ENV = "ALBERT_TF_MIRROR"
@@ -141,9 +145,11 @@ def resolve(reference, fetch_from=None):
         raise ValueError(
             "Unknown model: not a local path, a released preset "
             f"({', '.join(sorted(RELEASES))}), a keras-hub preset, hf://, "
-            f"kaggle:// or an http(s) archive URL. Received: {reference!r}")
+            "kaggle:// or an http(s) archive URL. Received: "
+            f"{redaction.redact(reference)!r}")
     if fetch_from is not None and fetch_from != found.kind:
-        raise ValueError(f"{reference!r} is a {found.kind} reference; "
+        raise ValueError(f"{redaction.redact(reference)!r} is a "
+                         f"{found.kind} reference; "
                          f"fetch_from={fetch_from!r} applies to released "
                          "preset names")
     return found
@@ -188,11 +194,15 @@ def _url_source(reference):
     stem = re.sub(r"(\.tar\.gz|\.tgz)$", "", base)
     if stem == base or not stem:
         raise ValueError("An archive URL must end in .tar.gz or .tgz (the "
-                         f"official layout). Received: {reference!r}")
+                         "official layout). Received: "
+                         f"{redaction.redact(reference)!r}")
     release = RELEASES.get(stem)
     # Another URL of the same name is another entry: the key carries a
-    # digest of the URL, so two archives never share a cache folder.
-    digest = hashlib.sha256(reference.encode()).hexdigest()[:12]
+    # digest of the URL, so two archives never share a cache folder. The
+    # digest is of the URL without its credentials: a key shown in a path
+    # never derives from a password, and a renewed token finds its entry.
+    digest = hashlib.sha256(
+        redaction.redact(reference).encode()).hexdigest()[:12]
     key = re.sub(r"[^\w.-]", "_", stem) + "-" + digest
     return Source(reference, "archive", reference, cache_key=key,
                   release=release)
