@@ -324,12 +324,6 @@ class _Commit(beam.DoFn):
 _TEMP_INFIX = ".beam-temp-"
 
 
-def _temp_dir(output_name):
-    """A new hidden folder beside the outputs for this run's pieces,
-    `.<name>.beam-temp-<id>` (see `shuffle.temp_dir`)."""
-    return shuffle.temp_dir(output_name, _TEMP_INFIX)
-
-
 def build_pipeline(root, plan, settings, output_file, chunk_bytes,
                    max_line_bytes, temp_dir, run_settings, start_time,
                    bits=None, vocab_size=None):
@@ -444,21 +438,22 @@ def create_pretraining_data(
     pipeline.check_arguments(output_file, options, dupe_factor,
                              num_output_shards, chunk_bytes, dynamic_masking)
     prepared = pipeline.plan_inputs(input_file, spm_model_file, _REMOTE)
-    with pipeline.output_lock(output_file):
+    with pipeline.output_lock(output_file) as locked:
         return _create_locked(
             input_file, output_file, spm_model_file, runner,
             beam_pipeline_options, options, dupe_factor, random_seed,
             do_lower_case, num_output_shards, chunk_bytes, max_line_bytes,
             dynamic_masking, global_shuffle, shuffle_memory_bytes, start_time,
-            prepared)
+            prepared, locked.lock)
 
 
 def _create_locked(input_file, output_file, spm_model_file, runner,
                    beam_pipeline_options, options, dupe_factor, random_seed,
                    do_lower_case, num_output_shards, chunk_bytes,
                    max_line_bytes, dynamic_masking, global_shuffle,
-                   shuffle_memory_bytes, start_time, prepared):
-    """`create_pretraining_data`'s work, with the output's lock held."""
+                   shuffle_memory_bytes, start_time, prepared, lock):
+    """`create_pretraining_data`'s work, with the output's lock held (its
+    record lists the run's temporary folder)."""
     plan = pipeline.plan_run(input_file, output_file, spm_model_file, options,
                              dupe_factor, num_output_shards, chunk_bytes,
                              _REMOTE, dynamic_masking, prepared)
@@ -474,7 +469,7 @@ def _create_locked(input_file, output_file, spm_model_file, runner,
         bits = shuffle.bucket_bits(
             shuffle.estimated_output_bytes(plan.input_bytes, dupe_factor),
             shuffle_memory_bytes, _MAX_BUCKETS)
-    temp_dir = _temp_dir(plan.output_name)
+    temp_dir = shuffle.make_temp_dir(plan.output_name, lock, _TEMP_INFIX)
     logging.info("Beam pipeline on %s: %d input files in %d reading units; "
                  "writing %d shards (%s%s); pieces in %s.", runner,
                  len(plan.inputs), len(plan.units), len(plan.shard_paths),
@@ -487,10 +482,10 @@ def _create_locked(input_file, output_file, spm_model_file, runner,
                            bits, vocab_size)
     except BaseException as e:
         _clean_up(plan, temp_dir)
+        lock.forget(temp_dir)
         raise as_one_line(e) from None
-    for stale in shuffle.stale_temp_dirs(plan.output_name, _TEMP_INFIX):
-        logging.info("Removing %s, left by a killed run.", stale)
-        filesystems.remove_tree(stale, _REMOTE)
+    lock.forget(temp_dir)  # Removed by the commit.
+    lock.remove_previous_leftovers()
     stats = json.loads(reader.read_bytes(plan.stats_path, _REMOTE))
     stats_lib.log_summary(stats, reader.ReadCounters(**stats["read"]),
                           plan.stats_path)

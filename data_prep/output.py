@@ -390,6 +390,12 @@ class LockedOutput:
         return self
 
     @property
+    def lock(self):
+        """The `safe_io.OutputLock` held (its record lists what the run may
+        remove)."""
+        return self._lock
+
+    @property
     def fds(self):
         """The lock's open file descriptors (none for a remote output), for
         forked workers to close: the kernel drops the lock only when every

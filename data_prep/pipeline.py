@@ -457,7 +457,7 @@ def _chunk_results(plan, settings, read_counters, num_workers, chunk_bytes,
 
 
 def _write_shards(plan, settings, results, totals, progress_, read_counters,
-                  global_shuffle, shuffle_memory_bytes, vocab_size):
+                  global_shuffle, shuffle_memory_bytes, vocab_size, lock):
     """Writes every record to the shards and finishes them under their
     temporary names (`finish_run` commits them); on an error the unfinished
     shards are deleted instead. The worker pool and the shuffle's
@@ -471,7 +471,7 @@ def _write_shards(plan, settings, results, totals, progress_, read_counters,
         reader.InputError: no instance was built.
         shuffle.BucketError: a temporary file was damaged during the run.
     """
-    temp_dir = shuffle.temp_dir(plan.output_name)
+    temp_dir = shuffle.make_temp_dir(plan.output_name, lock)
     shards = output_lib.ShardSet(plan.shard_paths)
     try:
         if global_shuffle:
@@ -498,6 +498,7 @@ def _write_shards(plan, settings, results, totals, progress_, read_counters,
         progress_.close()
         results.close()  # Stops the worker pool, if any.
         filesystems.remove_tree(temp_dir)
+        lock.forget(temp_dir)
     return shards, mixed
 
 
@@ -517,10 +518,10 @@ def _run_statistics(plan, settings, chunk_bytes, global_shuffle, totals,
     return stats
 
 
-def _finish_run(stats, plan, output_file, read_counters, shards):
+def _finish_run(stats, plan, output_file, read_counters, shards, lock):
     """Commits the shards and the statistics in place of the earlier run's
-    files (`output.commit_run`), removes what killed runs left, and logs
-    the summary."""
+    files (`output.commit_run`), removes what a killed run's record in the
+    lock lists, and logs the summary."""
     try:
         output_lib.commit_run(plan.shard_paths, plan.stats_path,
                               json.dumps(stats, indent=2) + "\n", plan.earlier,
@@ -528,9 +529,7 @@ def _finish_run(stats, plan, output_file, read_counters, shards):
     except BaseException:
         shards.abort()
         raise
-    for stale in shuffle.stale_temp_dirs(plan.output_name):
-        logging.info("Removing %s, left by a killed run.", stale)
-        filesystems.remove_tree(stale)
+    lock.remove_previous_leftovers()
     stats_lib.log_summary(stats, read_counters, plan.stats_path)
 
 
@@ -596,16 +595,17 @@ def create_pretraining_data(
             random_seed, do_lower_case, num_workers, num_output_shards,
             chunk_bytes, max_line_bytes, progress_interval_s,
             dynamic_masking, global_shuffle, shuffle_memory_bytes, prepared,
-            locked.fds)
+            locked)
 
 
 def _create_locked(input_file, output_file, spm_model_file, options,
                    dupe_factor, random_seed, do_lower_case, num_workers,
                    num_output_shards, chunk_bytes, max_line_bytes,
                    progress_interval_s, dynamic_masking, global_shuffle,
-                   shuffle_memory_bytes, prepared, lock_fds):
+                   shuffle_memory_bytes, prepared, locked):
     """`create_pretraining_data`'s work, with the output's lock held
-    (`lock_fds`: its file descriptors, closed in forked workers)."""
+    (`locked`: the `output.LockedOutput`; its file descriptors are closed
+    in forked workers, its record lists the run's temporary folder)."""
     plan = plan_run(input_file, output_file, spm_model_file, options,
                     dupe_factor, num_output_shards, chunk_bytes,
                     dynamic_masking=dynamic_masking, prepared=prepared)
@@ -616,15 +616,16 @@ def _create_locked(input_file, output_file, spm_model_file, options,
 
     read_counters = reader.ReadCounters()
     results = _chunk_results(plan, settings, read_counters, num_workers,
-                             chunk_bytes, max_line_bytes, lock_fds)
+                             chunk_bytes, max_line_bytes, locked.fds)
     totals = stats_lib.Totals(options.ngram)
     progress_ = _Progress(totals, read_counters, progress_interval_s,
                           plan.input_bytes)
     start_time = time.time()
     shards, mixed = _write_shards(plan, settings, results, totals, progress_,
                                   read_counters, global_shuffle,
-                                  shuffle_memory_bytes, vocab_size)
+                                  shuffle_memory_bytes, vocab_size,
+                                  locked.lock)
     stats = _run_statistics(plan, settings, chunk_bytes, global_shuffle,
                             totals, read_counters, shards, mixed, start_time)
-    _finish_run(stats, plan, output_file, read_counters, shards)
+    _finish_run(stats, plan, output_file, read_counters, shards, locked.lock)
     return stats

@@ -37,7 +37,6 @@ length's checksum, checked when the bucket is read back: `BucketError`).
 
 import errno
 import os
-import re
 import uuid
 
 import numpy as np
@@ -116,25 +115,18 @@ def temp_dir(first_shard, kind=TEMP_INFIX):
     return "%s/.%s%s%s" % (directory or ".", name, kind, uuid.uuid4().hex[:12])
 
 
-def stale_temp_dirs(first_shard, kind=TEMP_INFIX):
-    """Temporary folders of earlier runs of the same output that were killed
-    before they could remove them (`temp_dir` names of this output). The
-    caller holds the output's lock, so no live run owns one. Local paths
-    only.
+def make_temp_dir(first_shard, lock, kind=TEMP_INFIX):
+    """Makes a run's temporary folder (`temp_dir`'s naming) and, when local,
+    records it in the output's `safe_io.OutputLock`: a killed run's folder
+    is removed by the next run from that record, never by its name.
 
     Returns:
-        Their paths, sorted.
+        The folder's path (created).
     """
     if filesystems.is_remote(first_shard):
-        return []
+        return temp_dir(first_shard, kind)
     directory, name = os.path.split(first_shard)
-    pattern = re.compile(re.escape("." + name + kind) + "[0-9a-f]{12}$")
-    found = []
-    for entry in sorted(filesystems.listdir(directory)):
-        path = os.path.join(directory or ".", entry)
-        if pattern.match(entry) and os.path.isdir(path):
-            found.append(path)
-    return found
+    return lock.make_folder(directory or ".", "." + name + kind)
 
 
 def bucket_path(directory, bucket, bits):
@@ -164,7 +156,7 @@ class BucketScatter:
         self._files = {}  # Remote: open streams. Local: reopened to append.
         if not filesystems.is_remote(directory):
             try:
-                os.makedirs(directory)
+                os.makedirs(directory, exist_ok=True)
             except OSError as e:
                 raise safe_io.OutputError(
                     safe_io.describe_os_error(e, directory)) from None

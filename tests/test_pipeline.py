@@ -5,6 +5,9 @@ import gzip
 import json
 import logging
 import os
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -445,19 +448,35 @@ def test_interrupted_sort_leaves_no_output_and_no_temporary_files(
     assert not os.path.exists(tmp_path / "x")  # Nor the folder made for it.
 
 
+_KILLED_AFTER_ITS_TEMP_DIR = textwrap.dedent("""
+    import os, sys
+    from data_prep import pipeline, shuffle
+    first = sys.argv[1]
+    with pipeline.output_lock(first) as locked:
+        folder = shuffle.make_temp_dir(first, locked.lock)
+        open(os.path.join(folder, "bucket-02-00000001"), "wb").write(b"x")
+        print(folder, flush=True)
+        os._exit(9)  # Killed: no cleanup.
+""")
+
+
 def test_a_killed_runs_temporary_files_go_with_the_next_run(
         tmp_path, corpus_files, spm_model_path):
-    """A killed run (no cleanup) leaves only a temporary directory that no
-    glob over the shards matches; the next run of the output removes it and
-    nothing else."""
+    """A killed run (no cleanup) leaves a temporary folder that no glob
+    over the shards matches, listed in its lock's record; the next run of
+    the output removes it and nothing else (not a folder of the same
+    naming that no record lists)."""
     (tmp_path / "x").mkdir()
-    stale = tmp_path / "x" / (".t.tfrecord" + shuffle.TEMP_INFIX
-                              + "0123456789ab")
-    stale.mkdir()
-    (stale / "bucket-02-00000001").write_bytes(b"partial")
+    killed = subprocess.run(
+        [sys.executable, "-c", _KILLED_AFTER_ITS_TEMP_DIR,
+         str(tmp_path / "x" / "t.tfrecord")],
+        capture_output=True, text=True, cwd=os.getcwd())
+    stale = killed.stdout.strip()
+    assert killed.returncode == 9 and os.path.isdir(stale), killed.stderr
     unfinished = tmp_path / "x" / ".t.tfrecord-00000-of-00007.incomplete"
     unfinished.write_bytes(b"")
-    kept = [".t.tfrecord" + shuffle.TEMP_INFIX + "notours",  # Not our name.
+    kept = [".t.tfrecord" + shuffle.TEMP_INFIX
+            + "0123456789ab",  # Our naming, but no record lists it.
             ".u.tfrecord" + shuffle.TEMP_INFIX + "0123456789ab"]  # Another's.
     for name in kept:
         (tmp_path / "x" / name).mkdir()

@@ -7,6 +7,7 @@ import os
 import numpy as np
 import pytest
 
+from data_prep import safe_io
 from data_prep import shuffle
 from data_prep import tfrecord
 
@@ -164,9 +165,11 @@ def test_temp_dir_is_beside_the_output_and_outside_its_glob(tmp_path):
     assert shuffle.temp_dir(first) != directory
 
 
-def test_stale_temp_dirs_are_only_this_outputs(tmp_path):
-    ours = shuffle.temp_dir(str(tmp_path / "wiki.part_a"))
-    theirs = shuffle.temp_dir(str(tmp_path / "wiki.part_b"))
-    for folder in (ours, theirs):
-        os.makedirs(folder)
-    assert shuffle.stale_temp_dirs(str(tmp_path / "wiki.part_a")) == [ours]
+def test_a_runs_temp_dir_is_recorded_in_its_lock(tmp_path):
+    first = str(tmp_path / "wiki.part_a")
+    with safe_io.OutputLock(first, "x", kind="file") as lock:
+        folder = shuffle.make_temp_dir(first, lock)
+        assert os.path.isdir(folder)
+        assert os.path.basename(folder).startswith(
+            ".wiki.part_a" + shuffle.TEMP_INFIX)
+        assert lock.is_recorded(folder)

@@ -88,25 +88,47 @@ def test_shards_being_written_are_hidden_from_the_readers_globs(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+_KILLED_SCATTERING = textwrap.dedent("""
+    import os, sys
+    from data_prep import pipeline, shuffle
+    first = sys.argv[1]
+    with pipeline.output_lock(first) as locked:
+        folder = shuffle.make_temp_dir(first, locked.lock)
+        os._exit(9)  # Killed mid-scatter: no cleanup.
+""")
+
+
 def test_a_killed_runs_leftovers_go_with_the_next_run_and_nothing_else(
         earlier, corpus_dir, spm_model_path):
-    """Unfinished files of both namings and a stale shuffle folder of this
-    output are removed by its next run; look-alikes are kept."""
+    """Unfinished shards of both namings (told by their content) and the
+    shuffle folder a killed run recorded in its lock are removed by the
+    next run; look-alikes are kept: a folder of the shuffle's naming that
+    no record lists, a link at an unfinished shard's name, other files."""
     leftovers = [".t.tfrecord-00001-of-00003.incomplete",  # This naming.
                  "t.tfrecord-00000-of-00002.incomplete"]   # The older one.
     for name in leftovers:
         shutil.copy(earlier / "t.tfrecord-00000-of-00003", earlier / name)
+    killed = subprocess.run(
+        [sys.executable, "-c", _KILLED_SCATTERING,
+         str(earlier / "t.tfrecord")], cwd=common.REPO,
+        env=common.environment(), capture_output=True, text=True)
+    assert killed.returncode == 9, killed.stderr
+    assert len(_hidden(earlier, "t.tfrecord.shuffle-temp-*")) == 1
     (earlier / ".t.tfrecord.shuffle-temp-0123456789ab").mkdir()
+    elsewhere = earlier.parent / "elsewhere.tfrecord"
+    shutil.copy(earlier / "t.tfrecord-00000-of-00003", elsewhere)
+    os.symlink(elsewhere, earlier / ".t.tfrecord-00002-of-00004.incomplete")
     keep = {"notes.txt": "mine", "t.tfrecord-notes": "mine too",
             "u.tfrecord-00000-of-00002.incomplete": "another output's"}
     for name, text in keep.items():
         (earlier / name).write_text(text)
-    snapshot = common.Snapshot(*[earlier / name for name in keep])
+    snapshot = common.Snapshot(elsewhere, *[earlier / name for name in keep])
     _build(corpus_dir / "b.txt", earlier / "t.tfrecord", spm_model_path)
     snapshot.assert_unchanged()
     assert sorted(os.listdir(earlier)) == sorted(list(keep) + [
-        "stats.t.tfrecord.json"] + ["t.tfrecord-%05d-of-00003" % i
-                                    for i in range(3)])
+        ".t.tfrecord-00002-of-00004.incomplete",
+        ".t.tfrecord.shuffle-temp-0123456789ab", "stats.t.tfrecord.json"] + [
+        "t.tfrecord-%05d-of-00003" % i for i in range(3)])
 
 
 # === Side files belong to one output ===
