@@ -25,6 +25,7 @@ import sys
 
 import tensorflow as tf
 from absl import logging
+from google.protobuf import message as protobuf_message
 
 from export import graph_ops
 from export import layout
@@ -312,8 +313,80 @@ def _code(names):
     return ", ".join("`%s`" % name for name in names)
 
 
+SAVED_MODEL_FILE = "saved_model.pb"
+PROGRAM = "serving_compat"
+
+
+def _is_saved_model(folder):
+    return tf.io.gfile.exists(os.path.join(folder, SAVED_MODEL_FILE))
+
+
+def _not_a_saved_model(folder):
+    """Why a version folder without `saved_model.pb` is skipped."""
+    entries = [e.rstrip("/") for e in tf.io.gfile.listdir(folder)]
+    if any(e.endswith(".tflite") for e in entries):
+        return "a LiteRT model (.tflite), which TF Serving does not serve"
+    return "no %s in it" % SAVED_MODEL_FILE
+
+
+def find_models(path):
+    """The SavedModels `path` holds, and what it holds that is skipped.
+
+    `path` may be a serving base folder (`<model_name>/<version>/` inside:
+    the newest version of each model), one model's folder (numeric
+    version folders inside: the newest) or one SavedModel folder.
+
+    Args:
+        path: the folder.
+
+    Returns:
+        `(models, skipped)`: a dict model name -> SavedModel folder, sorted
+        by name, and a dict folder -> why it was skipped (a LiteRT model,
+        a folder without `saved_model.pb`).
+
+    Raises:
+        FileNotFoundError: `path` is no folder, or holds none of these.
+    """
+    path = str(path).rstrip("/") or "/"
+    if not tf.io.gfile.isdir(path):
+        raise FileNotFoundError("%s is not a folder. Received: %s"
+                                % (path, path))
+    name = os.path.basename(os.path.abspath(path))
+    if _is_saved_model(path):  # One SavedModel (a version folder).
+        parent = os.path.basename(os.path.dirname(os.path.abspath(path)))
+        return {parent if name.isdigit() else name: path}, {}
+    models, skipped = {}, {}
+    versions = layout.list_versions(path)
+    if versions:  # One model's folder.
+        candidates = {name: layout.version_dir(
+            os.path.dirname(os.path.abspath(path)), name, versions[-1])}
+    else:
+        candidates = {}
+        for entry in sorted(tf.io.gfile.listdir(path)):
+            entry = entry.rstrip("/")
+            model_dir = os.path.join(path, entry)
+            if entry.startswith(".") or not tf.io.gfile.isdir(model_dir):
+                continue
+            versions = layout.list_versions(model_dir)
+            if versions:
+                candidates[entry] = layout.version_dir(path, entry,
+                                                       versions[-1])
+    for model, folder in candidates.items():
+        if _is_saved_model(folder):
+            models[model] = folder
+        else:
+            skipped[folder] = _not_a_saved_model(folder)
+    if not models and not skipped:
+        raise FileNotFoundError(
+            "No SavedModel here: pass a serving base folder "
+            "(<model_name>/<version>/ inside), one model's folder or one "
+            "SavedModel folder. Received: %s" % path)
+    return models, skipped
+
+
 def exported_models(export_dir):
-    """The newest version folder of every model under a serving base folder.
+    """The newest version folder of every SavedModel under a serving base
+    folder (see `find_models`; LiteRT models are left out).
 
     Args:
         export_dir: the folder holding `<model_name>/<version>/`.
@@ -324,31 +397,43 @@ def exported_models(export_dir):
     Raises:
         FileNotFoundError: no SavedModel version folder is there.
     """
-    found = {}
-    for entry in sorted(tf.io.gfile.listdir(export_dir)):
-        name = entry.rstrip("/")
-        model_dir = os.path.join(export_dir, name)
-        if name.startswith(".") or not tf.io.gfile.isdir(model_dir):
-            continue
-        versions = layout.list_versions(model_dir)
-        if versions:
-            found[name] = layout.version_dir(export_dir, name, versions[-1])
-    if not found:
+    models, _ = find_models(export_dir)
+    if not models:
         raise FileNotFoundError(
-            "No <model_name>/<version>/ folder under %r" % (export_dir,))
-    return found
+            "No <model_name>/<version>/ SavedModel folder under %r"
+            % (export_dir,))
+    return models
 
 
 def main(argv):
-    """`python -m export.serving_compat EXPORT_DIR...`: prints the markdown
-    table for the newest version of every model under the folders."""
+    """`python -m export.serving_compat FOLDER...`: prints the markdown
+    table for the newest version of every SavedModel the folders hold
+    (serving base folders, model folders or SavedModel folders); says on
+    stderr what it skips and why. A folder it cannot read is one line,
+    `serving_compat: error: ...`, and exit status 1."""
     if not argv:
         print("usage: python -m export.serving_compat EXPORT_DIR...")
         return 2
-    models = {}
-    for export_dir in argv:
-        models.update(exported_models(export_dir))
-    print(markdown_table(models), end="")
+    models, skipped = {}, {}
+    try:
+        for path in argv:
+            found, passed_over = find_models(path)
+            models.update(found)
+            skipped.update(passed_over)
+        for folder, why in skipped.items():
+            print("%s: skipped %s: %s" % (PROGRAM, folder, why),
+                  file=sys.stderr)
+        if not models:
+            raise FileNotFoundError("no SavedModel to check (skipped: %s)"
+                                    % ", ".join(skipped))
+        text = markdown_table(models)
+    except (OSError, ValueError, tf.errors.OpError,
+            protobuf_message.DecodeError) as error:
+        message = " ".join(str(getattr(error, "message", None) or error)
+                           .split())
+        print("%s: error: %s" % (PROGRAM, message), file=sys.stderr)
+        return 1
+    print(text, end="")
     return 0
 
 

@@ -324,3 +324,128 @@ def test_signature_serves_an_empty_batch_and_empty_texts(signature_probes):
     assert ok["pooled_output"][0] == 0 and ok["sequence_output"][0] == 0
     assert signature_probes["empty_batch_fill_mask"]["ok"]["top_k_ids"][0] == 0
     assert signature_probes["empty_texts"]["ok"]["pooled_output"][0] == 3
+
+
+# === Checks before commits, clean-up by record (issue #54) ===
+
+def test_an_existing_tflite_is_refused_before_any_saved_model_is_written(
+        tmp_path, exported_albert):
+    """`--format=litert` over an existing `.tflite` was refused only after
+    the SavedModels of that version were committed; now it is one line,
+    before the checkpoint is read, and nothing changes."""
+    export_dir = tmp_path / "serving"
+    existing = export_dir / "albert_litert" / "1" / "encoder.tflite"
+    existing.parent.mkdir(parents=True)
+    existing.write_bytes(b"a model of another run")
+    snapshot = common.Snapshot(export_dir)
+    result = common.run_program(PROGRAM, *_flags(
+        exported_albert, export_dir, "--format=litert", "--version=1"))
+    common.assert_one_line_error(result, "Version 1", "albert_litert",
+                                 "--version unset")
+    assert sorted(os.listdir(export_dir)) == ["albert_litert"]
+    snapshot.assert_unchanged()
+
+
+@pytest.mark.slow
+def test_kill_during_litert_conversion_leaves_no_version_and_no_user_file_is_removed(  # noqa: E501
+        tmp_path, exported_albert):
+    """SIGKILL once the SavedModels are staged (the `.tflite` conversion
+    runs): no version folder of any model appears; the same command then
+    writes version 1 whole, removing the killed run's staging folder and
+    leaving the user's `.staging-*` file and folder alone. A version cut
+    short afterwards (its `.tflite` gone) is named, with what to do."""
+    export_dir = tmp_path / "serving"
+    (export_dir / ".staging-mine").mkdir(parents=True)
+    (export_dir / ".staging-mine" / "notes.txt").write_text("mine")
+    (export_dir / ".staging-x").write_text("mine too")
+    snapshot = common.Snapshot(export_dir)
+    flags = _flags(exported_albert, export_dir, "--format=litert")
+    process = common.start_program(PROGRAM, *flags)
+    staging = lambda: [e for e in os.listdir(export_dir)  # noqa: E731
+                       if e.startswith(".staging-1-")]
+    converting = lambda: any(os.path.exists(os.path.join(  # noqa: E731
+        export_dir, s, "albert_preprocessor", "assets.extra", "ops.json"))
+        for s in staging())
+    assert common.kill_when(process, converting)
+    assert staging(), "the kill left no staging folder to test with"
+    assert _versions(export_dir) == {}
+    rerun = common.run_program(PROGRAM, *flags)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert not staging()
+    assert _versions(export_dir) == {
+        "albert": ["1"], "albert_encoder": ["1"], "albert_litert": ["1"],
+        "albert_preprocessor": ["1"]}
+    assert "litert_encoder: " in rerun.stdout
+    record = json.loads((export_dir / "albert_litert" / "1" / "assets.extra"
+                         / "litert.json").read_text())
+    assert record["requested_quantization"] == "int8"
+    assert record["agreement"][record["quantization"]]["failure"] is None
+    snapshot.assert_unchanged()
+    # A version left without its .tflite is named, with what to do.
+    os.remove(export_dir / "albert_litert" / "1" / "encoder.tflite")
+    again = common.run_program(PROGRAM, *flags, "--version=1")
+    common.assert_one_line_error(
+        again, "version 1 of albert was left incomplete by a killed export",
+        "encoder.tflite", "--version=2", str(export_dir / "albert" / "1"))
+
+
+# === python -m export.serving_compat on what an export folder holds ===
+
+@pytest.fixture(scope="module")
+def mixed_export_dir(tmp_path_factory, exported_albert):
+    """A serving folder with a SavedModel and a LiteRT model beside it."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("compat") / "serving"
+    shutil.copytree(exported_albert.paths["preprocessor"],
+                    root / "albert_preprocessor" / "1")
+    (root / "albert_litert" / "1").mkdir(parents=True)
+    (root / "albert_litert" / "1" / "encoder.tflite").write_bytes(b"TFL3")
+    return root
+
+
+def test_serving_compat_checks_what_it_can_and_names_what_it_skips(
+        mixed_export_dir):
+    """It raised a traceback on a folder holding LiteRT models and on one
+    model's folder; now it checks every SavedModel it finds in a serving
+    folder, a model's folder or a SavedModel folder, and says on stderr
+    which folders it skips and why."""
+    snapshot = common.Snapshot(mixed_export_dir)
+    for path in (mixed_export_dir, mixed_export_dir / "albert_preprocessor",
+                 mixed_export_dir / "albert_preprocessor" / "1"):
+        from export import serving_compat
+
+        models, skipped = serving_compat.find_models(path)
+        assert models == {"albert_preprocessor": str(
+            mixed_export_dir / "albert_preprocessor" / "1")}, path
+        assert list(skipped) == ([str(mixed_export_dir / "albert_litert" / "1")]
+                                 if path == mixed_export_dir else [])
+    result = common.run_program("export.serving_compat", mixed_export_dir)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert "`albert_preprocessor`" in result.stdout and "| 2.19" in \
+        result.stdout
+    assert "skipped %s: a LiteRT model" % (
+        mixed_export_dir / "albert_litert" / "1") in result.stderr
+    snapshot.assert_unchanged()
+
+
+@pytest.mark.parametrize("case", [
+    "litert_only", *[pytest.param(case, marks=pytest.mark.slow) for case in
+                     ("a_file", "missing", "empty", "corrupt_saved_model")]])
+def test_serving_compat_on_anything_else_is_one_line(tmp_path,
+                                                     mixed_export_dir, case):
+    path = tmp_path / "given"
+    if case == "litert_only":
+        path = mixed_export_dir / "albert_litert"
+    elif case == "a_file":
+        path.write_text("not a folder")
+    elif case == "empty":
+        path.mkdir()
+    elif case == "corrupt_saved_model":
+        (path / "1").mkdir(parents=True)
+        (path / "1" / "saved_model.pb").write_bytes(b"\x00garbage\xff" * 9)
+    snapshot = common.Snapshot(tmp_path, mixed_export_dir)
+    result = common.run_program("export.serving_compat", path)
+    common.assert_one_line_error(result, "serving_compat: error:")
+    snapshot.assert_unchanged()
