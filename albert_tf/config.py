@@ -216,13 +216,17 @@ class AlbertConfig:
 
     def to_json_file(self, path):
         """Writes the config as JSON (official keys plus this project's two)."""
-        import tensorflow as tf  # Deferred: keeps the config importable alone.
+        from data_prep import safe_io
 
+        path = str(path)
         parent = os.path.dirname(path)
-        if parent:
+        if parent and "://" in path:
+            import tensorflow as tf  # Deferred: keeps the config light.
             tf.io.gfile.makedirs(parent)
-        with tf.io.gfile.GFile(path, "w") as f:
-            f.write(self.to_json_string())
+        elif parent:
+            os.makedirs(parent, exist_ok=True)
+        # Whole or not at all, and never through a link planted there.
+        safe_io.write_atomically(path, self.to_json_string())
 
     @classmethod
     def from_preset(cls, name, **overrides):

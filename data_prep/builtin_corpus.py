@@ -13,6 +13,8 @@ import os
 import re
 import sysconfig
 
+from data_prep import safe_io
+
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\"'])")
 _CODE_LIKE = re.compile(r"^\s*(>>>|\.\.\.|[-=*~^]{3,}|[:@]\w+|\$ |\w+\s*=)")
 _MIN_WORDS = 4
@@ -117,9 +119,9 @@ def write_corpus(path, max_chars=None, roots=None):
         `(documents, sentences, characters)` written.
     """
     docs = sentences = chars = 0
-    with open(path, "w", encoding="utf-8") as f:
+    with safe_io.AtomicFile(path) as f:
         for document in iter_documents(roots=roots, max_chars=max_chars):
-            f.write("\n".join(document) + "\n\n")
+            f.write(("\n".join(document) + "\n\n").encode("utf-8"))
             docs += 1
             sentences += len(document)
             chars += sum(len(s) + 1 for s in document) + 1
