@@ -13,7 +13,7 @@ import dataclasses
 import json
 import logging
 import os
-import shutil
+import secrets
 
 import numpy as np
 
@@ -285,6 +285,8 @@ def assign_to_model(model, tensors):
 PROGRAM = "convert_checkpoint"
 # What a conversion wrote, so that `--overwrite` replaces only that.
 MANIFEST_NAME = "conversion_manifest.json"
+
+
 def _files_under(folder):
     """The files under `folder`, as sorted paths relative to it."""
     found = []
@@ -360,28 +362,65 @@ def _manifest_files(folder):
     return set(files)
 
 
-def _recover(parent, base):
-    """Cleans up after a conversion into `parent/base` that was killed.
+def _fresh_name(parent, base, role):
+    """A hidden name beside the output that nothing holds yet:
+    `.<base>.<role>-<random>`."""
+    while True:
+        path = os.path.join(parent, f".{base}.{role}-{secrets.token_hex(4)}")
+        if not os.path.lexists(path):
+            return path
 
-    Called with the output's lock held: no other conversion is running.
-    Unfinished folders (`.<base>.partial-*`) are removed; a previous output
-    set aside for replacement (`.<base>.old-*`) is put back if the new one
-    never arrived, and removed otherwise.
+
+def _make_partial(lock, parent, base):
+    """A new folder for the conversion to fill, with the user's umask,
+    recorded in the lock as this run's."""
+    while True:
+        path = _fresh_name(parent, base, "partial")
+        try:
+            os.mkdir(path)  # 0o777 less the umask
+        except FileExistsError:
+            continue  # made meanwhile by someone else: never ours
+        lock.record(path)
+        return path
+
+
+def _recover(lock, final):
+    """Finishes what a killed conversion into `final` left, from the lock's
+    record of that run (never from names alone).
+
+    Called with the output's lock held: no other conversion is running. An
+    earlier output that the killed run had set aside for replacement, still
+    the very folder it recorded, is put back when the new one never
+    arrived; what else the record lists (its unfinished folder, an earlier
+    output already replaced) is removed. A folder the record does not list
+    is never touched, whatever its name.
     """
-    final = os.path.join(parent, base)
-    for entry in sorted(os.listdir(parent)):
-        path = os.path.join(parent, entry)
-        if entry.startswith(f".{base}.partial-"):
-            logging.warning("Removing %s, left by a conversion that did not "
-                            "finish", path)
-            shutil.rmtree(path, ignore_errors=True)
-        elif entry.startswith(f".{base}.old-"):
-            if not os.path.exists(final):
-                logging.warning("Restoring %s from %s (a conversion was "
-                                "killed while replacing it)", final, path)
-                os.rename(path, final)
-            else:
-                shutil.rmtree(path, ignore_errors=True)
+    set_aside = f".{os.path.basename(final)}.old-"
+    for path in lock.previous_leftovers:
+        if (os.path.basename(path).startswith(set_aside)
+                and lock.is_recorded(path) and not os.path.lexists(final)):
+            logging.warning("Restoring %s from %s (a conversion was killed "
+                            "while replacing it)", final, path)
+            os.rename(path, final)
+            lock.forget(path)
+    lock.remove_previous_leftovers()
+
+
+def _put_in_place(lock, tmp, output_dir):
+    """Renames the finished `tmp` to `output_dir`, an earlier conversion
+    there set aside first and removed last (each step in the lock's record,
+    so a kill at any point is finished by the next run: `_recover`)."""
+    parent, base = os.path.split(output_dir)
+    if os.path.isdir(output_dir) and os.listdir(output_dir):
+        old = _fresh_name(parent, base, "old")
+        lock.record(old, before_rename_from=output_dir)
+        os.rename(output_dir, old)
+        os.rename(tmp, output_dir)
+        lock.forget(tmp)
+        lock.remove_recorded(old)
+    else:
+        os.replace(tmp, output_dir)  # onto nothing, or an empty folder
+        lock.forget(tmp)
 
 
 @contextlib.contextmanager
@@ -394,10 +433,13 @@ def atomic_output_dir(output_dir, overwrite=False, input_path=None):
     so the final rename is atomic; on any error it is deleted and
     `output_dir` is left as it was. With `overwrite`, only an earlier
     conversion (its `conversion_manifest.json` lists every file there) is
-    replaced. Folders and files get the user's umask.
+    replaced. The lock's record lists the temporary directory and the
+    earlier output while it is set aside, so the next run finishes a killed
+    one from that record alone. Folders and files get the user's umask.
 
     Args:
-        output_dir: the local directory to create.
+        output_dir: the local directory to create (a symbolic link is
+            resolved once, and the folder it names is written).
         overwrite: replace an earlier conversion in `output_dir`.
         input_path: the conversion's input, which `output_dir` must not hold.
 
@@ -410,34 +452,26 @@ def atomic_output_dir(output_dir, overwrite=False, input_path=None):
     if "://" in output_dir:
         raise ValueError("Conversions write to a local directory (copy it "
                          f"afterwards). Received: output_dir={output_dir!r}")
+    output_dir = safe_io.resolve_output(output_dir, "--output_dir")
     check_output_dir(output_dir, overwrite, input_path)
     output_dir = os.path.abspath(output_dir)
     parent, base = os.path.split(output_dir)
     with safe_io.OutputLock(output_dir, PROGRAM, flag="--output_dir",
-                            kind="file"):
-        _recover(parent, base)
+                            kind="file") as lock:
+        _recover(lock, output_dir)
         check_output_dir(output_dir, overwrite, input_path)
-        tmp = os.path.join(parent, f".{base}.partial-{os.getpid()}")
+        tmp = _make_partial(lock, parent, base)
         try:
-            os.mkdir(tmp)  # 0o777 less the umask
             yield tmp
             safe_io.write_atomically(
                 os.path.join(tmp, MANIFEST_NAME), json.dumps(
                     {"program": PROGRAM, "files": _files_under(tmp)},
                     indent=1) + "\n")
         except BaseException as error:
-            shutil.rmtree(tmp, ignore_errors=True)
+            lock.remove_recorded(tmp)
             converted = safe_io.write_failure(error, tmp)
             if converted is not error:
                 raise converted from None
             raise
-        if os.path.isdir(output_dir) and os.listdir(output_dir):
-            # Set aside, then replaced: a kill in between leaves the old
-            # output under `.<base>.old-*`, which the next run restores.
-            old = os.path.join(parent, f".{base}.old-{os.getpid()}")
-            os.rename(output_dir, old)
-            os.rename(tmp, output_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, output_dir)  # onto nothing, or an empty folder
+        _put_in_place(lock, tmp, output_dir)
     logging.info("Wrote %s", output_dir)

@@ -250,3 +250,97 @@ def test_folder_holding_two_model_formats_is_refused_naming_both(
     _convert(str(both), tmp_path / "out", source="albert_tf")
     assert os.path.isfile(tmp_path / "out" / "model.safetensors")
     before.assert_unchanged()
+
+
+# === Clean-up only of what the run's own record lists ===
+
+def _user_folders(parent, base):
+    """Hidden folders of the user's, named as a conversion's leftovers."""
+    folders = []
+    for role in ("old", "partial"):
+        folder = parent / f".{base}.{role}-mine"
+        folder.mkdir()
+        (folder / "keep.txt").write_text(f"the user's {role} copy")
+        folders.append(folder)
+    return folders
+
+
+def test_overwrite_leaves_user_folders_named_like_leftovers_alone(
+        tmp_path, model_dir):
+    """`--overwrite` removed the user's `.out.old-*` and `.out.partial-*`
+    folders by their names alone."""
+    out = tmp_path / "out"
+    _convert(model_dir, out)
+    folders = _user_folders(tmp_path, "out")
+    snapshot = common.Snapshot(*folders)
+    _convert(model_dir, out, target="tf1", overwrite=True)
+    assert "albert_config.json" in _entries(out)
+    assert _entries(tmp_path) == [".out.old-mine", ".out.partial-mine", "out"]
+    snapshot.assert_unchanged()
+
+
+def test_a_user_old_folder_is_not_moved_into_place(tmp_path, model_dir):
+    """With no output yet, the user's `.out.old-mine` was renamed to `out`
+    (as if a killed conversion had set it aside), then refused."""
+    folders = _user_folders(tmp_path, "out")
+    snapshot = common.Snapshot(*folders)
+    _convert(model_dir, tmp_path / "out", target="tf1")
+    assert "keep.txt" not in _entries(tmp_path / "out")
+    assert _entries(tmp_path) == [".out.old-mine", ".out.partial-mine", "out"]
+    snapshot.assert_unchanged()
+
+
+# Runs the program as `python -m albert_tf.convert_checkpoint` does, killed
+# (SIGKILL) right after the earlier output is set aside, before the new one
+# is renamed into place: the one moment a kill leaves no output under its
+# name.
+_KILLED_BETWEEN_RENAMES = """
+import os, signal, sys
+rename = os.rename
+def rename_then_die(source, target, *args, **kwargs):
+    rename(source, target, *args, **kwargs)
+    if ".old-" in os.path.basename(str(target)):
+        os.kill(os.getpid(), signal.SIGKILL)
+os.rename = rename_then_die
+from albert_tf import convert_checkpoint
+sys.argv = ["convert_checkpoint"] + sys.argv[1:]
+convert_checkpoint.main()
+"""
+
+
+@pytest.mark.slow
+def test_kill_between_the_two_renames_is_recovered_from_the_record(
+        tmp_path, model_dir):
+    """Killed with the earlier output set aside: the next run puts it back
+    whole (its record lists it), and the user's look-alike stays."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    _convert(model_dir, out)
+    before = common.checksums(out)
+    folders = _user_folders(tmp_path, "out")
+    snapshot = common.Snapshot(*folders)
+    flags = ["--input=" + model_dir, f"--output_dir={out}", "--target=tf1",
+             "--overwrite"]
+    killed = subprocess.run(
+        [sys.executable, "-c", _KILLED_BETWEEN_RENAMES, *flags],
+        cwd=common.REPO, env=common.environment(), capture_output=True,
+        text=True, timeout=600)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert not out.exists()
+    (set_aside,) = [e for e in _entries(tmp_path)
+                    if e.startswith(".out.old-") and e != ".out.old-mine"]
+    # Without --overwrite the rerun refuses the output, once it is back.
+    refused = common.run_program(PROGRAM, *flags[:-1])
+    common.assert_one_line_error(refused, "--output_dir", "not empty")
+    renamed = {os.path.relpath(p, out): d for p, d in
+               common.checksums(out).items()}
+    assert renamed == {os.path.relpath(p, out): d
+                       for p, d in before.items()}
+    assert set_aside not in _entries(tmp_path)
+    rerun = common.run_program(PROGRAM, *flags)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert "albert_config.json" in _entries(out)
+    assert _entries(tmp_path) == [".out.old-mine", ".out.partial-mine", "out"]
+    snapshot.assert_unchanged()
