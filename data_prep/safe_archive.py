@@ -35,12 +35,20 @@ class ArchiveError(ValueError):
     that cannot be read."""
 
 
+def _shown(name):
+    """A member's name or link target for a one-line message: quoted,
+    control characters escaped, a long one cut."""
+    if len(name) > 80:
+        return repr(name[:60])[:-1] + f"...' ({len(name)} characters)"
+    return repr(name)
+
+
 def _kind(member):
     """What a member is, for a refusal."""
     if member.issym():
-        return f"a symbolic link (to {member.linkname!r})"
+        return f"a symbolic link (to {_shown(member.linkname)})"
     if member.islnk():
-        return f"a hard link (to {member.linkname!r})"
+        return f"a hard link (to {_shown(member.linkname)})"
     if member.ischr() or member.isblk():
         return "a device"
     if member.isfifo():
@@ -82,7 +90,7 @@ def member_path(name):
 
 
 def _refused(member, reason):
-    return ArchiveError(f"the archive's member {member.name!r} {reason}; "
+    return ArchiveError(f"the archive's member {_shown(member.name)} {reason}; "
                         "nothing was extracted")
 
 
@@ -135,7 +143,8 @@ def check_members(members, max_members=MAX_MEMBERS, max_bytes=MAX_BYTES):
         if total > max_bytes:
             raise ArchiveError(f"the archive's files hold more than "
                                f"{max_bytes:,} bytes (at member "
-                               f"{member.name!r}); nothing was extracted")
+                               f"{_shown(member.name)}); nothing was "
+                               "extracted")
         checked.append((parts, member))
     return checked
 
@@ -193,8 +202,9 @@ def _write(tar, destination, parts, member):
             out.write(block)
             written += len(block)
     if written != member.size:
-        raise ArchiveError(f"not a whole tar archive (member {member.name!r} "
-                           f"holds {written:,} of {member.size:,} bytes)")
+        raise ArchiveError(
+            f"not a whole tar archive (member {_shown(member.name)} holds "
+            f"{written:,} of {member.size:,} bytes)")
     return 1
 
 

@@ -377,8 +377,9 @@ def test_another_model_unpacked_by_hand_under_a_released_name_is_refused(
         pretrained.load_pretrained("albert_base_v2")
     message = str(info.value)
     assert "\n" not in message
-    assert (f"the cached folder {entry} is not albert_base_v2 (11,683,584 "
-            "parameters)") in message, message
+    assert (f"the cached folder {entry} has no record of a check (unpacked "
+            "by hand?) and is not albert_base_v2 (11,683,584 parameters)") \
+        in message, message
     assert f"rm -r {entry}" in message and "vocab_size=48" in message
     snapshot.assert_unchanged()
     assert not os.path.exists(os.path.join(entry, model_cache.RECORD_NAME))
@@ -410,8 +411,8 @@ def test_an_entry_is_checked_again_on_every_load(cache, tiny_release,
     with pytest.raises(model_cache.FetchError) as info:
         pretrained.load_pretrained(url)
     message = str(info.value)
-    assert f"the cached folder {entry} is not an ALBERT model (it changed " \
-        "since it was checked)" in message, message
+    assert f"the cached folder {entry} changed since it was checked and is " \
+        "not an ALBERT model" in message, message
     assert f"rm -r {entry}" in message
 
 
@@ -563,6 +564,16 @@ def test_albert_base_v2_from_a_mirror_equals_the_unpacked_folder(
     _assert_same(fetched, pretrained.load_pretrained("albert_base_v2"))
     with open(cache / "albert_base_v2" / "albert_base" / "albert_config.json") as f:
         assert json.load(f)["hidden_size"] == 768
+    record_path = cache / "albert_base_v2" / model_cache.RECORD_NAME
+    record = json.loads(record_path.read_text())
+    assert record["release"] == "albert_base_v2"
+    assert record["source"] == server.url + "/albert_base_v2.tar.gz"
+    assert record["shapes"]["bert/embeddings/word_embeddings"] == [30000, 128]
+    # The release unpacked by hand (no record): checked in full, loaded,
+    # recorded again.
+    record_path.unlink()
+    _assert_same(fetched, pretrained.load_pretrained("albert_base_v2"))
+    assert json.loads(record_path.read_text()) == record
     # The README's block, as written, from the cache.
     from tests.journeys import documented
     names = {}

@@ -302,13 +302,13 @@ def verified_entry(entry, source, check):
     try:
         check(folder, source)
     except Exception as error:  # noqa: BLE001 - any check failure
-        why = ("it changed since it was checked" if record else
-               "no record of a check: unpacked by hand?")
+        what = ("changed since it was checked" if record else
+                "has no record of a check (unpacked by hand?)")
         raise FetchError(
-            f"Cannot load {source.reference!r}: the cached folder {entry} is "
-            f"not {_expected(source)} ({why}): {_first_line(error)}. Remove "
-            f"it (rm -r {entry}) to fetch {source.location} again, or unpack "
-            "the release's archive into it") from None
+            f"Cannot load {source.reference!r}: the cached folder {entry} "
+            f"{what} and is not {_expected(source)}: {_first_line(error)}. "
+            f"Remove it (rm -r {entry}) to fetch {source.location} again, or "
+            "unpack the release's archive into it") from None
     if os.path.islink(entry):
         # Never written through a link the cache did not make: checked in
         # full on each load instead.
