@@ -64,6 +64,8 @@ RECORD_FILE = os.path.join("assets.extra", "litert.json")
 # own float32 vector, and this cosine to it at least.
 MIN_COSINE = 0.99
 _WIDER = {"int8": "float16", "float16": "float32"}
+# Float32 vectors (less their mean) this close are the same text's.
+_SAME = 1 - 1e-4
 # Texts of several kinds and lengths, for the agreement check.
 SAMPLE_TEXTS = (
     "The cat sat on the mat.",
@@ -389,19 +391,27 @@ def reference_pooled(encoder, spm_model_proto, texts, max_seq_length=128,
 def agreement(reference, outputs):
     """How well `outputs` `[B, H]` agree with float32's `reference`.
 
+    Nearest neighbours are found among the vectors less the mean of
+    `reference`: what sets the texts apart, not what they all share (a
+    small model's pooled vectors can be nearly parallel for every text).
+    Two texts whose float32 vectors are the same (`_SAME`) are one text.
+
     Returns:
         A dict: `min_cosine` and `mean_cosine` (each row's cosine to its
-        float32 row), `nearest_own` (rows whose nearest float32 row, by
-        cosine, is their own, out of `rows`) and `confused` (the indices
-        of the others).
+        float32 row), `nearest_own` (rows whose nearest float32 row is
+        their own, out of `rows`) and `confused` (the indices of the
+        others).
     """
     def unit(x):
         return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True),
                               1e-30)
 
-    cosines = unit(outputs) @ unit(reference).T  # [B, B]
-    own = np.diag(cosines)
-    confused = [i for i in range(len(own)) if int(np.argmax(cosines[i])) != i]
+    own = np.sum(unit(outputs) * unit(reference), axis=-1)  # [B]
+    center = reference.mean(axis=0, keepdims=True)
+    apart = unit(reference - center)
+    nearest = np.argmax(unit(outputs - center) @ apart.T, axis=-1)  # [B]
+    same = np.sum(apart[nearest] * apart, axis=-1) >= _SAME
+    confused = [i for i in range(len(own)) if nearest[i] != i and not same[i]]
     return {"rows": len(own), "min_cosine": float(own.min()),
             "mean_cosine": float(own.mean()),
             "nearest_own": len(own) - len(confused), "confused": confused}
