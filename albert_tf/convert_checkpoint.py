@@ -12,9 +12,15 @@ preset (`keras_hub`). Targets: `albert_tf` (default; ready for
         --input=models/mine --output_dir=exports/mine_hf --target=huggingface
     python -m albert_tf.convert_checkpoint --input=albert_base_v2 \
         --output_dir=models/albert_base_v2     # released weights by name
+    python -m albert_tf.convert_checkpoint --input=runs/pretrain/best \
+        --output_dir=exports/run_hf --target=huggingface \
+        --spm_model_file=vocab/30k-clean.model  # a training run's best/
 
 The output directory is written whole or not at all, and holds
-`conversion_report.txt`, the fate of every source tensor. The flags are the
+`conversion_report.txt`, the fate of every source tensor. A training run's
+folder holds no vocabulary: the conversion takes `--spm_model_file`, or the
+one the run's records name (`--init_checkpoint`'s); `--target=huggingface`
+without one is refused before anything is written. The flags are the
 fields of `albert_tf.convert.options.ConvertOptions`; the work is done by
 `albert_tf.convert.pretrained.convert_checkpoint`.
 """
@@ -40,7 +46,9 @@ def convert(options):
             pretrained.local_model_path(options.input), options.output_dir,
             source=options.source,
             target=options.target, config_file=options.config_file,
-            overwrite=options.overwrite)
+            overwrite=options.overwrite,
+            spm_model_file=options.spm_model_file,
+            do_lower_case=options.do_lower_case)
     except options_lib.USER_ERRORS:
         # Said before the error itself, which the program prints last.
         logging.error("Conversion failed, nothing written to %s",

@@ -77,15 +77,32 @@ def test_failures_leave_nothing_behind(tmp_path, saved, monkeypatch):
 
 
 def test_sharing_ablations_copy_within_this_project_only(
-        tmp_path, random_pretrainer, assert_same_model):
+        tmp_path, random_pretrainer, assert_same_model, albert_spm_model):
     model = random_pretrainer(share="attention")
     ours = str(tmp_path / "ours")
     checkpoint.save_model_dir(model, ours)
     convert_checkpoint(ours, str(tmp_path / "copy"))
     assert_same_model(model, load_pretrained(str(tmp_path / "copy")))
     with pytest.raises(ValueError, match="share='attention'"):
-        convert_checkpoint(ours, str(tmp_path / "hf"), target="huggingface")
+        convert_checkpoint(ours, str(tmp_path / "hf"), target="huggingface",
+                           spm_model_file=albert_spm_model)
     assert not os.path.exists(tmp_path / "hf")
+
+
+def test_huggingface_target_without_a_vocabulary_is_refused_first(
+        tmp_path, random_pretrainer):
+    """No tokenizer files would be written: refused before any work."""
+    ours = str(tmp_path / "ours")
+    checkpoint.save_model_dir(random_pretrainer(), ours)
+    with pytest.raises(ValueError, match="no SentencePiece model comes with "
+                       "--input: pass --spm_model_file") as error:
+        convert_checkpoint(ours, str(tmp_path / "hf"), target="huggingface")
+    assert "\n" not in str(error.value)
+    assert os.listdir(tmp_path) == ["ours"]
+    with pytest.raises(FileNotFoundError, match="--spm_model_file=nowhere"):
+        convert_checkpoint(ours, str(tmp_path / "hf"), target="huggingface",
+                           spm_model_file="nowhere")
+    assert os.listdir(tmp_path) == ["ours"]
 
 
 def test_release_tokenizer_matches_this_projects_preprocessing(

@@ -8,12 +8,17 @@ and fails. So `convert_checkpoint --target=huggingface` writes the file,
 read here from the model's wire format (`data_prep.protobuf_wire`): the
 pieces and scores (a unigram model), the model's own normalization table,
 and ALBERT's preprocessing in front of it as the released tokenizers have
-it ("``" and "''" to '"', NFKD, accents dropped, lowercasing), words split
-on whitespace with "▁" in front, and `[CLS] A [SEP] (B [SEP])` around.
+it ("``" and "''" to '"', NFKD, accents dropped, and lowercasing when the
+vocabulary was built from lowercased text), words split on whitespace with
+"▁" in front, and `[CLS] A [SEP] (B [SEP])` around. `casing` reads from a
+vocabulary whether it was: a lowercased corpus gives no piece that
+lowercasing would change.
 
 The official tokenizer also splits a piece that ends in a digit and a comma
 ("1990," -> "1990", ","); `tokenizers` has no such step, so neither has
-this file (docs/finetuning.md, "Parity with the reference").
+this file (docs/finetuning.md, "Parity with the reference"). Where two
+segmentations of a word score the same, SentencePiece (float32 sums) and
+`tokenizers` (float64 sums) can pick different ones (docs/converting.md).
 """
 
 import base64
@@ -27,7 +32,7 @@ FILE_NAME = "tokenizer.json"
 _PIECES, _NORMALIZER = 1, 3
 _PIECE, _SCORE, _TYPE = 1, 2, 3
 _CHARSMAP = 2
-_UNKNOWN = 2  # SentencePiece.Type
+_NORMAL, _UNKNOWN, _USER_DEFINED = 1, 2, 4  # SentencePiece.Type
 SPECIAL_TOKENS = ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")
 _SPACE = "\u2581"
 
@@ -61,6 +66,52 @@ def read_model(spm_model_proto):
     return pieces, charsmap
 
 
+# A vocabulary keeps case when at least this share of its pieces holds a
+# letter that lowercasing changes. A cased vocabulary has many (every
+# capitalised word start); a lowercased one has none, but a stray symbol
+# of another tool's making must not flip it.
+_CASED_SHARE = 0.01
+
+
+def casing(spm_model_proto):
+    """Whether a vocabulary lowercases, read from its pieces.
+
+    Text is lowercased before a vocabulary is built from it, or not
+    (`build_vocab --do_lower_case`, the official `do_lower_case`): a
+    lowercased corpus gives no piece with an uppercase letter.
+
+    Args:
+        spm_model_proto: the SentencePiece model's bytes.
+
+    Returns:
+        `(do_lower_case, reason)`: a bool, and what it was read from (the
+        count of pieces with uppercase letters), for the report.
+
+    Raises:
+        ValueError: the bytes are not a SentencePiece model.
+    """
+    pieces, _ = read_model(spm_model_proto)
+    words = [piece for piece, _, kind in pieces
+             if kind in (_NORMAL, _USER_DEFINED)
+             and piece not in SPECIAL_TOKENS]
+    cased = sum(piece != piece.lower() for piece in words)
+    do_lower_case = cased < _CASED_SHARE * max(len(words), 1)
+    return do_lower_case, (f"{cased} of the vocabulary's {len(words)} pieces "
+                           "hold an uppercase letter")
+
+
+def tokenizer_config(do_lower_case):
+    """The `tokenizer_config.json` (a dict) of an ALBERT directory: the
+    vocabulary's casing, accents dropped, as the project preprocesses."""
+    return {
+        "tokenizer_class": "AlbertTokenizer", "do_lower_case": do_lower_case,
+        "remove_space": True, "keep_accents": False,
+        "bos_token": "[CLS]", "eos_token": "[SEP]", "unk_token": "<unk>",
+        "sep_token": "[SEP]", "pad_token": "<pad>", "cls_token": "[CLS]",
+        "mask_token": "[MASK]",
+    }
+
+
 def _special(content, piece_id):
     return {"id": piece_id, "content": content, "single_word": False,
             "lstrip": content == "[MASK]", "rstrip": False,
@@ -77,6 +128,11 @@ def _template(*segments):
 
 def tokenizer_json(spm_model_proto, do_lower_case=True):
     """The `tokenizer.json` (a dict) of a SentencePiece model.
+
+    Args:
+        spm_model_proto: the SentencePiece model's bytes.
+        do_lower_case: whether text is lowercased before SentencePiece, as
+            the vocabulary was built (`casing`).
 
     Raises:
         ValueError: not a SentencePiece model, or one without `[CLS]` and

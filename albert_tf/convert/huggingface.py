@@ -268,7 +268,18 @@ def read(directory):
     if not os.path.exists(spm_model_file):
         spm_model_file = None
     report.notes.append(f"SentencePiece model: {spm_model_file or 'none found'}")
-    return weight_set.Weights(config, tensors, spm_model_file, report)
+    return weight_set.Weights(config, tensors, spm_model_file, report,
+                              do_lower_case=_recorded_casing(directory))
+
+
+def _recorded_casing(directory):
+    """`do_lower_case` of the directory's `tokenizer_config.json`, or None
+    when it has none (or no such file)."""
+    path = os.path.join(directory, TOKENIZER_CONFIG_NAME)
+    if not os.path.exists(path):
+        return None
+    value = weight_set.read_json(path).get("do_lower_case")
+    return value if isinstance(value, bool) else None
 
 
 def write(weights, directory):
@@ -276,9 +287,10 @@ def write(weights, directory):
 
     Writes `config.json` (`AlbertForPreTraining`), `model.safetensors` (a
     head the weights lack is left out) and, with a SentencePiece model,
-    `spiece.model`, a `tokenizer_config.json` that lowercases and drops
-    accents, as the releases do, and the `tokenizer.json` that
-    `transformers` loads without sentencepiece (`hf_tokenizer`).
+    `spiece.model`, a `tokenizer_config.json` that drops accents and
+    lowercases as the vocabulary does (`weights.do_lower_case`, else read
+    from the vocabulary: `hf_tokenizer.casing`), and the `tokenizer.json`
+    that `transformers` loads without sentencepiece (`hf_tokenizer`).
 
     Args:
         weights: `weight_set.Weights`.
@@ -310,18 +322,16 @@ def write(weights, directory):
 
         tf.io.gfile.copy(weights.spm_model_file,
                          os.path.join(directory, SPM_NAME), overwrite=True)
-        tokenizer_config = {
-            "tokenizer_class": "AlbertTokenizer", "do_lower_case": True,
-            "remove_space": True, "keep_accents": False,
-            "bos_token": "[CLS]", "eos_token": "[SEP]", "unk_token": "<unk>",
-            "sep_token": "[SEP]", "pad_token": "<pad>", "cls_token": "[CLS]",
-            "mask_token": "[MASK]",
-        }
-        with open(os.path.join(directory, TOKENIZER_CONFIG_NAME), "w") as f:
-            json.dump(tokenizer_config, f, indent=2)
-            f.write("\n")
         with tf.io.gfile.GFile(weights.spm_model_file, "rb") as f:
-            tokenizer = hf_tokenizer.tokenizer_json(f.read())
+            proto = f.read()
+        do_lower_case = weights.do_lower_case
+        if do_lower_case is None:
+            do_lower_case, _ = hf_tokenizer.casing(proto)
+        with open(os.path.join(directory, TOKENIZER_CONFIG_NAME), "w") as f:
+            json.dump(hf_tokenizer.tokenizer_config(do_lower_case), f,
+                      indent=2)
+            f.write("\n")
+        tokenizer = hf_tokenizer.tokenizer_json(proto, do_lower_case)
         with open(os.path.join(directory, hf_tokenizer.FILE_NAME), "w",
                   encoding="utf-8") as f:
             json.dump(tokenizer, f, ensure_ascii=False)

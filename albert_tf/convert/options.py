@@ -5,6 +5,7 @@ before TensorFlow loads; the work is `albert_tf.convert.pretrained`.
 """
 
 import dataclasses
+from typing import Optional
 
 from data_prep.flag_options import option
 
@@ -34,3 +35,12 @@ class ConvertOptions:
         "it (TF-Hub modules).")
     overwrite: bool = option(
         False, "Replace --output_dir if it is not empty.")
+    spm_model_file: str = option(
+        None, "The SentencePiece model the weights were trained with, where "
+        "none comes with --input (a training run's folder whose records do "
+        "not name it) or another is meant; copied to --output_dir.")
+    do_lower_case: Optional[bool] = option(
+        None, "Whether the Hugging Face tokenizer lowercases text (true, "
+        "false or auto). auto: what --input records (its tokenizer, a "
+        "training run's records), else what the vocabulary says (a "
+        "vocabulary with uppercase pieces keeps case).")

@@ -16,6 +16,8 @@ converter read every format through it.
 """
 
 import contextlib
+import glob
+import json
 import logging
 import os
 
@@ -23,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
+from albert_tf.convert import hf_tokenizer
 from albert_tf.convert import huggingface
 from albert_tf.convert import keras_hub
 from albert_tf.convert import model_cache
@@ -34,6 +37,12 @@ from albert_tf.convert.options import FORMATS
 from albert_tf.convert.options import TARGETS
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.training import checkpoint
+from albert_tf.training import results
+from data_prep import safe_io
+
+# What the main job writes beside the records it builds: the vocabulary
+# they were made with (`model_file`).
+_DATA_VOCAB_RECORD = "vocab.json"
 
 
 def detect_format(path):
@@ -222,13 +231,20 @@ _READ_ERROR_CODES = (tf.errors.DATA_LOSS, tf.errors.OUT_OF_RANGE,
 
 
 def convert_checkpoint(input_path, output_dir, source=None, target="albert_tf",
-                       config_file=None, overwrite=False):
+                       config_file=None, overwrite=False, spm_model_file=None,
+                       do_lower_case=None):
     """Converts a model directory from one format to another.
 
     The output is written to a temporary directory next to `output_dir` and
     renamed when complete, so a failed conversion leaves nothing behind. It
-    holds the weights, the config, the release's SentencePiece model and
+    holds the weights, the config, the model's SentencePiece model and
     `conversion_report.txt`, the fate of every source tensor.
+
+    The SentencePiece model is `spm_model_file`, else the one that comes
+    with the input, else, for a training run's folder (or its `best/`),
+    the one its records name (`run_vocabulary`). A Hugging Face target
+    needs one (its tokenizer files are made from it); without one the
+    conversion is refused before anything is written.
 
     Args:
         input_path: the source directory (or TF1 checkpoint prefix).
@@ -238,6 +254,11 @@ def convert_checkpoint(input_path, output_dir, source=None, target="albert_tf",
         config_file: optional config for a TF1 source (see `read_weights`).
         overwrite: replace an earlier conversion in `output_dir` (only
             what it wrote: see `weight_set.atomic_output_dir`).
+        spm_model_file: the model's SentencePiece model, when none comes
+            with the input or another one is meant.
+        do_lower_case: whether the tokenizer lowercases text (Hugging Face
+            target); None: what the input records, else what the
+            vocabulary's pieces say (`hf_tokenizer.casing`).
 
     Returns:
         The `ConversionReport`.
@@ -249,28 +270,37 @@ def convert_checkpoint(input_path, output_dir, source=None, target="albert_tf",
         data_prep.safe_io.OutputLockedError: another conversion writes
             `output_dir`.
         albert_tf.convert.weight_set.ConversionError: for missing, unexpected or
-            misshaped tensors (nothing is written).
+            misshaped tensors; a Hugging Face target without a vocabulary;
+            a vocabulary with more pieces than the model has embeddings
+            (nothing is written).
         albert_tf.convert.names.UnsupportedConfigError: for a config the
             target cannot express (e.g. a sharing ablation to `tf1`).
     """
     _check_format("target", target, TARGETS)
     weight_set.check_output_dir(output_dir, overwrite, input_path)
+    if spm_model_file is not None and not tf.io.gfile.exists(spm_model_file):
+        raise FileNotFoundError(
+            "--spm_model_file names no file. Received: "
+            f"--spm_model_file={spm_model_file}")
     with _read_errors_named(input_path, output_dir):
         return _convert(input_path, output_dir, source, target, config_file,
-                        overwrite)
+                        overwrite, spm_model_file, do_lower_case)
 
 
-def _convert(input_path, output_dir, source, target, config_file, overwrite):
+def _convert(input_path, output_dir, source, target, config_file, overwrite,
+             spm_model_file, do_lower_case):
     """`convert_checkpoint` after its checks."""
     source = source or detect_format(input_path)
     _check_format("source", source, FORMATS)
+    vocabulary, found_in = _vocabulary(input_path, source, spm_model_file,
+                                       target)
     with weight_set.atomic_output_dir(output_dir, overwrite=overwrite,
                                 input_path=input_path) as tmp:
         if source == "albert_tf" and target == "albert_tf":
             # Any sharing mode: no canonical form needed.
             model = _load_albert_tf(input_path, config_file=config_file)
-            checkpoint.save_model_dir(model, tmp, checkpoint.find_in_model_dir(
-                input_path, [checkpoint.SPM_NAME]))
+            _check_vocabulary(vocabulary, found_in, model.config)
+            checkpoint.save_model_dir(model, tmp, vocabulary)
             report = weight_set.ConversionReport(
                 source=f"albert_tf model directory {input_path}",
                 mapped=[(v.path, v.path, tuple(v.shape), "copy")
@@ -278,15 +308,203 @@ def _convert(input_path, output_dir, source, target, config_file, overwrite):
         else:
             weights = read_weights(input_path, source, config_file)
             report = weights.report
+            weights.spm_model_file = vocabulary
+            _check_vocabulary(vocabulary, found_in, weights.config)
+            if vocabulary and target == "huggingface":
+                _set_casing(weights, do_lower_case, input_path)
             write_weights(weights, tmp, target)
-            if weights.spm_model_file:
-                report.notes.append("tokenizer copied from "
-                                    f"{weights.spm_model_file}")
+        if vocabulary:
+            report.notes.append(f"tokenizer copied from {vocabulary} "
+                                f"({found_in})")
+        else:
+            report.notes.append("no SentencePiece model: none comes with "
+                                "the input (pass --spm_model_file)")
+            logging.warning("No SentencePiece model comes with %s: %s has no "
+                            "tokenizer (pass --spm_model_file)", input_path,
+                            output_dir)
         report.notes.append(f"written as {target}")
         report.write(tmp)
     logging.info("Converted %s (%s) to %s (%s):\n%s", input_path, source,
                  output_dir, target, report.to_text())
     return report
+
+
+def _vocabulary(input_path, source, spm_model_file, target):
+    """`(path, where it was found)` of the model's SentencePiece model, or
+    `(None, None)` for a target that can do without one.
+
+    Raises:
+        ConversionError: a Hugging Face target, and no vocabulary.
+    """
+    if spm_model_file:
+        return spm_model_file, "--spm_model_file"
+    found = spm_model_path(input_path, source)
+    if found:
+        return found, "it comes with --input"
+    found, records = run_vocabulary(input_path)
+    if found:
+        return found, records
+    if target == "huggingface":
+        raise weight_set.ConversionError(
+            "--target=huggingface writes the tokenizer files, and no "
+            "SentencePiece model comes with --input"
+            + (f" (a training run's folder: its record {records} names "
+               "none)" if records else "")
+            + ": pass --spm_model_file, the vocabulary the model was "
+            f"trained with. Received: --input={input_path}")
+    return None, None
+
+
+def _check_vocabulary(path, found_in, config):
+    """Refuses a SentencePiece model whose ids the model cannot embed (not
+    this model's vocabulary); notes one with fewer pieces.
+
+    Raises:
+        ConversionError: naming the file, where it came from and both
+            sizes.
+    """
+    if not path:
+        return
+    with tf.io.gfile.GFile(path, "rb") as f:
+        proto = f.read()
+    try:
+        pieces = len(hf_tokenizer.read_model(proto)[0])
+    except (ValueError, IndexError, UnicodeDecodeError):
+        raise weight_set.ConversionError(
+            f"{path} ({found_in}) is not a SentencePiece model") from None
+    if pieces > config.vocab_size:
+        raise weight_set.ConversionError(
+            f"{path} ({found_in}) has {pieces} pieces and the model "
+            f"{config.vocab_size} embeddings (vocab_size): it is not this "
+            "model's vocabulary; pass the one it was trained with as "
+            "--spm_model_file")
+    if pieces < config.vocab_size:
+        logging.warning("%s has %d pieces, the model %d embeddings: ids from "
+                        "%d up are never used", path, pieces,
+                        config.vocab_size, pieces)
+
+
+def _set_casing(weights, do_lower_case, input_path):
+    """Sets `weights.do_lower_case`: the flag, else what the source or a
+    training run's records say, else what the vocabulary's pieces say; the
+    report says which."""
+    if do_lower_case is not None:
+        origin = "--do_lower_case"
+    elif weights.do_lower_case is not None:
+        do_lower_case, origin = weights.do_lower_case, "the input's tokenizer"
+    else:
+        do_lower_case, origin = run_casing(input_path)
+        if do_lower_case is None:
+            with tf.io.gfile.GFile(weights.spm_model_file, "rb") as f:
+                do_lower_case, origin = hf_tokenizer.casing(f.read())
+    weights.do_lower_case = do_lower_case
+    weights.report.notes.append(
+        "tokenizer: " + ("lowercases text" if do_lower_case else
+                         "keeps the case of text") + f" ({origin})")
+
+
+# === What a training run's records say ===
+
+def _run_record(path):
+    """The run record (`albert_run.json`) of the training run that `path`
+    (its folder, `best/` in it, or a checkpoint prefix) belongs to, and its
+    path; `(None, None)` when there is none."""
+    folder = os.path.abspath(checkpoint.model_folder(path))
+    candidates = [folder]
+    if os.path.basename(folder) == results.BEST_DIR:
+        candidates.append(os.path.dirname(folder))
+    for candidate in candidates:
+        record_path = os.path.join(candidate, safe_io.RUN_RECORD_NAME)
+        try:
+            with open(record_path, encoding="utf-8") as f:
+                record = json.load(f)
+        except (OSError, ValueError, UnicodeDecodeError):
+            continue
+        if isinstance(record, dict) and isinstance(record.get("settings"),
+                                                   dict):
+            return record, record_path
+    return None, None
+
+
+def _record_files(patterns):
+    """The local files a recorded comma-separated list of globs matches."""
+    files = []
+    for pattern in (patterns or "").split(","):
+        if pattern.strip() and "://" not in pattern:
+            files += glob.glob(pattern.strip())
+    return [os.path.abspath(f) for f in files]
+
+
+def run_vocabulary(path):
+    """The SentencePiece model a training run's records name.
+
+    A run's `albert_run.json` records its `--init_checkpoint` (a model
+    folder that comes with its vocabulary) and its `--input_file` (records
+    whose folder may hold the main job's `vocab.json`, naming the
+    vocabulary they were built with).
+
+    Args:
+        path: a training run's folder, its `best/`, or a checkpoint prefix.
+
+    Returns:
+        `(vocabulary path or None, a description of the records read or
+        None when `path` is no training run's)`.
+    """
+    record, record_path = _run_record(path)
+    if record is None:
+        return None, None
+    settings = record["settings"]
+    init = settings.get("--init_checkpoint")
+    if isinstance(init, str) and os.path.exists(
+            checkpoint.model_folder(init)):
+        found = spm_model_path(init)
+        if found:
+            return found, f"{record_path}: --init_checkpoint={init}"
+    for folder in sorted({os.path.dirname(f) for f in
+                          _record_files(settings.get("--input_file"))}):
+        try:
+            with open(os.path.join(folder, _DATA_VOCAB_RECORD),
+                      encoding="utf-8") as f:
+                model_file = json.load(f).get("model_file")
+        except (OSError, ValueError, UnicodeDecodeError, AttributeError):
+            continue
+        if isinstance(model_file, str) and os.path.isfile(model_file):
+            return model_file, (f"{record_path}: --input_file, "
+                                f"{os.path.join(folder, _DATA_VOCAB_RECORD)}")
+    return None, record_path
+
+
+def run_casing(path):
+    """Whether the records a training run trained on were lowercased, as
+    their statistics files record it (`do_lower_case`).
+
+    Returns:
+        `(do_lower_case, the statistics files read)`, or `(None, None)`
+        when `path` is no training run's, or its records' statistics are
+        not found or disagree.
+    """
+    record, _ = _run_record(path)
+    if record is None:
+        return None, None
+    records = set(_record_files(record["settings"].get("--input_file")))
+    values, read = set(), []
+    for folder in sorted({os.path.dirname(f) for f in records}):
+        for stats_file in sorted(glob.glob(os.path.join(folder,
+                                                        "stats.*.json"))):
+            try:
+                with open(stats_file, encoding="utf-8") as f:
+                    stats = json.load(f)
+                outputs = {os.path.abspath(p) for p in stats["output_files"]}
+                value = stats["settings"]["do_lower_case"]
+            except (OSError, ValueError, UnicodeDecodeError, KeyError,
+                    TypeError):
+                continue
+            if outputs & records and isinstance(value, bool):
+                values.add(value)
+                read.append(stats_file)
+    if len(values) != 1:
+        return None, None
+    return values.pop(), "the records' statistics " + ", ".join(read)
 
 
 def local_model_path(path, fetch_from=None):
@@ -424,12 +642,17 @@ def _load_albert_tf(path, dtype=None, config_file=None):
     return model
 
 
-def spm_model_path(path):
+def spm_model_path(path, source=None):
     """The SentencePiece model that comes with a directory of any format
     (or checkpoint prefix), or a released name (see `local_model_path`),
-    or None."""
+    or None.
+
+    Args:
+        path: the directory, prefix or name.
+        source: its format (one of `FORMATS`), or None to detect it.
+    """
     path = local_model_path(path)
-    source = detect_format(path)
+    source = source or detect_format(path)
     if source == "tf1":
         return tf1.find_spm_model(checkpoint.model_folder(path))
     return checkpoint.find_in_model_dir(path, {

@@ -85,12 +85,16 @@ class Weights:
         spm_model_file: path of the SentencePiece model that came with the
             weights, or None.
         report: the `ConversionReport` of the read.
+        do_lower_case: whether the vocabulary lowercases text, where the
+            source records it (a Hugging Face `tokenizer_config.json`),
+            else None.
     """
 
     config: object
     tensors: dict
     spm_model_file: str = None
     report: ConversionReport = dataclasses.field(default_factory=ConversionReport)
+    do_lower_case: bool = None
 
 
 def _listing(items):
