@@ -383,6 +383,10 @@ def test_another_model_unpacked_by_hand_under_a_released_name_is_refused(
     assert f"rm -r {entry}" in message and "vocab_size=48" in message
     snapshot.assert_unchanged()
     assert not os.path.exists(os.path.join(entry, model_cache.RECORD_NAME))
+    shutil.rmtree(os.path.join(entry, "albert_base"))
+    with pytest.raises(model_cache.FetchError,
+                       match=f"the cached folder {entry} is empty. Remove it"):
+        pretrained.load_pretrained("albert_base_v2")
 
 
 def test_an_entry_is_checked_again_on_every_load(cache, tiny_release,

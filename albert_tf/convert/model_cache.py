@@ -278,10 +278,10 @@ def verified_entry(entry, source, check):
     `source`'s weights.
 
     Its record (`RECORD_NAME`, written when it was fetched or first checked)
-    must name the same source and match the entry's facts now: the files'
-    sizes and ends, the config, the tensor shapes. Otherwise (a folder
-    unpacked by hand, or changed since) the entry is checked in full with
-    `check`, and recorded when it passes.
+    must name the same release and match the entry's facts now: the files'
+    sizes and ends, the config, the tensor shapes (no tensor is read).
+    Otherwise (a folder unpacked by hand, or changed since) the entry is
+    checked in full with `check`, and recorded when it passes.
 
     Args:
         entry: the cache folder of `source`.
@@ -295,6 +295,13 @@ def verified_entry(entry, source, check):
         FetchError: the entry is not `source`'s weights (names the folder
             and how to clear it).
     """
+    try:
+        names = [e for e in os.listdir(entry) if not e.startswith(".")]
+    except OSError as error:
+        raise FetchError(_entry_line(
+            source, entry, f"cannot be read ({error.strerror})")) from None
+    if not names:
+        raise FetchError(_entry_line(source, entry, "is empty"))
     folder = model_folder(entry, source)
     record = _read_record(entry)
     if record is not None and _same(record, _record(entry, folder, source)):
@@ -304,11 +311,9 @@ def verified_entry(entry, source, check):
     except Exception as error:  # noqa: BLE001 - any check failure
         what = ("changed since it was checked" if record else
                 "has no record of a check (unpacked by hand?)")
-        raise FetchError(
-            f"Cannot load {source.reference!r}: the cached folder {entry} "
-            f"{what} and is not {_expected(source)}: {_first_line(error)}. "
-            f"Remove it (rm -r {entry}) to fetch {source.location} again, or "
-            "unpack the release's archive into it") from None
+        raise FetchError(_entry_line(
+            source, entry, f"{what} and is not {_expected(source)}: "
+            f"{_first_line(error)}")) from None
     if os.path.islink(entry):
         # Never written through a link the cache did not make: checked in
         # full on each load instead.
@@ -322,6 +327,12 @@ def verified_entry(entry, source, check):
                             "checked in full on the next load", entry,
                             _first_line(error))
     return folder
+
+
+def _entry_line(source, entry, problem):
+    return (f"Cannot load {source.reference!r}: the cached folder {entry} "
+            f"{problem}. Remove it (rm -r {entry}) to fetch {source.location} "
+            "again, or unpack the release's archive into it")
 
 
 def _record(entry, folder, source):
@@ -375,7 +386,8 @@ def model_facts(entry, folder):
     paths = sorted(
         os.path.join(parent, name)
         for parent, folders, names in os.walk(entry)
-        for name in names if not name.startswith("."))
+        for name in names if not name.startswith(".")
+        and os.path.isfile(os.path.join(parent, name)))
     return {
         "files": {os.path.relpath(p, entry): os.path.getsize(p)
                   for p in paths},
