@@ -89,6 +89,11 @@ def member_path(name):
     return parts, None
 
 
+def _too_many(max_members):
+    return ArchiveError(f"the archive holds more than {max_members:,} "
+                        "members, the most allowed; nothing was extracted")
+
+
 def _refused(member, reason):
     return ArchiveError(f"the archive's member {_shown(member.name)} {reason}; "
                         "nothing was extracted")
@@ -109,8 +114,7 @@ def check_members(members, max_members=MAX_MEMBERS, max_bytes=MAX_BYTES):
         ArchiveError: the first member refused, named with the reason.
     """
     if len(members) > max_members:
-        raise ArchiveError(f"the archive holds {len(members):,} members, "
-                           f"more than the {max_members:,} allowed")
+        raise _too_many(max_members)
     checked, files, folders, total = [], set(), set(), 0
     for member in members:
         refuse = functools.partial(_refused, member)
@@ -170,7 +174,14 @@ def extract(archive, destination, max_members=MAX_MEMBERS,
     """
     try:
         with tarfile.open(archive, "r:*") as tar:
-            members = check_members(tar.getmembers(), max_members, max_bytes)
+            members = []
+            # Read header by header: an archive of endless headers is
+            # refused once past the bound, not read to its end.
+            for member in tar:
+                members.append(member)
+                if len(members) > max_members:
+                    raise _too_many(max_members)
+            members = check_members(members, max_members, max_bytes)
             os.mkdir(destination, 0o777)
             return sum(_write(tar, destination, parts, member)
                        for parts, member in members)

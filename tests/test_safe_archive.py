@@ -163,8 +163,8 @@ def test_a_bad_member_refuses_the_whole_archive(tmp_path, members, named, why):
 def test_member_count_and_size_are_bounded(tmp_path):
     members = [(f"f{i}", tarfile.REGTYPE, "", b"12345") for i in range(4)]
     archive = make_tar(tmp_path / "many.tar.gz", members)
-    with pytest.raises(safe_archive.ArchiveError, match="4 members, more "
-                       "than the 3 allowed"):
+    with pytest.raises(safe_archive.ArchiveError, match="more than 3 "
+                       "members, the most allowed"):
         safe_archive.extract(archive, str(tmp_path / "a"), max_members=3)
     with pytest.raises(safe_archive.ArchiveError,
                        match="more than 12 bytes .at member 'f2'"):
