@@ -11,8 +11,6 @@ Flags follow the official `run_classifier.py`; they are the fields of
 exports), so it lives in `albert_apps`.
 """
 
-import os
-
 from albert_tf import cli
 from albert_tf.tasks.options import ClassifierOptions
 
@@ -31,7 +29,10 @@ def run(options, strategy=None):
     trainer, report = finetune_jobs.run_classifier(options, strategy)
     if options.export_dir:
         task = report["task"]
+        litert = options.export_format == "litert"
         with layout.holding(options.export_dir, PROGRAM):
+            # The .tflite is staged with the SavedModel: both appear in
+            # the same version, or neither does.
             report["export"] = export_tasks.export_classifier(
                 trainer.model, finetune.spm_model_file(options),
                 options.export_dir,
@@ -39,31 +40,14 @@ def run(options, strategy=None):
                 max_seq_length=options.max_seq_length,
                 do_lower_case=options.do_lower_case,
                 model_name=f"albert_{task.replace('-', '_')}",
-                serving_dtype=options.serving_dtype)
-            if options.export_format == "litert":
-                report["export_litert"] = _export_litert(
-                    trainer, options, report["export"])
+                serving_dtype=options.serving_dtype,
+                litert_quantization=(options.litert_quantization
+                                     if litert else None))
+            if litert:
+                report["export_litert"] = export_tasks.litert_file(
+                    report["export"])
     cli.log_report(report, ("best", "submission", "export", "export_litert"))
     return report
-
-
-def _export_litert(trainer, options, saved_model_dir):
-    """Writes `classifier.tflite` beside the SavedModel, same version:
-    `<export_dir>/<model_name>_litert/<version>/`."""
-    # pylint: disable=import-outside-toplevel
-    import tensorflow as tf
-
-    from albert_tf.tasks import finetune
-    from export import litert
-    version_dir, version = os.path.split(saved_model_dir)
-    folder = litert.litert_folder(os.path.dirname(version_dir),
-                                  os.path.basename(version_dir), version)
-    with tf.io.gfile.GFile(finetune.spm_model_file(options), "rb") as f:
-        spm_model_proto = f.read()
-    return litert.export_classifier(
-        trainer.model, spm_model_proto, trainer.task.task_info["labels"],
-        folder, options.max_seq_length, options.do_lower_case,
-        options.litert_quantization)
 
 
 def main(argv=None):

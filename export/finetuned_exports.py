@@ -43,6 +43,7 @@ from albert_tf.layers import preprocessing
 from albert_tf.models import serving_copy
 from data_prep import safe_io
 from export import layout
+from export import litert
 from export import pretrained_export
 from export import serving_compat
 from export import serving_dtype_auto
@@ -66,13 +67,21 @@ def _read(path):
 
 
 def _save(root, signatures, export_dir, model_name, version, spm_model_file,
-          record):
+          record, write_litert=None):
+    """Writes the SavedModel (and, with `write_litert`, a function of a
+    folder, the `.tflite` into `<model_name>_litert`) in one staging
+    folder, then moves both into place; returns the SavedModel's version
+    folder."""
     root.spm_model = tf.saved_model.Asset(spm_model_file)
-    staged = layout.StagedExport(export_dir, [model_name], version)
+    names = [model_name] + ([model_name + litert.LITERT_SUFFIX]
+                            if write_litert else [])
+    staged = layout.StagedExport(export_dir, names, version)
     try:
         tf.saved_model.save(root, staged.path(model_name), signatures=signatures)
         serving_dtype_auto.write(record, staged.path(model_name))
         serving_compat.check_export({model_name: staged.path(model_name)})
+        if write_litert:
+            write_litert(staged.path(names[1]))
         return staged.commit()[model_name]
     except BaseException as error:
         staged.abort()
@@ -85,7 +94,8 @@ def _save(root, signatures, export_dir, model_name, version, spm_model_file,
 def export_classifier(model, spm_model_file, export_dir, labels=None,
                       max_seq_length=128, do_lower_case=True,
                       model_name="albert_classifier", version=None,
-                      serving_shape="dynamic", serving_dtype="float32"):
+                      serving_shape="dynamic", serving_dtype="float32",
+                      litert_quantization=None):
     """Exports an `AlbertClassifier` that takes raw text.
 
     Args:
@@ -101,17 +111,35 @@ def export_classifier(model, spm_model_file, export_dir, labels=None,
             to a multiple of 8) or "fixed" (always `max_seq_length`).
         serving_dtype: "float32", "bfloat16", "int8" or "auto" (see
             `export.serving_dtype_auto`).
+        litert_quantization: None, or one of `export.litert.QUANTIZATIONS`
+            to write `<model_name>_litert/<version>/classifier.tflite` in
+            the same version, staged with the SavedModel
+            (`export.litert.export_checked_classifier`).
 
     Returns:
-        The version folder written.
+        The version folder written (the `.tflite` is
+        `litert_file(<it>)`).
 
     Raises:
-        ValueError: when `labels` does not match the model's classes, or an
-            unknown `serving_shape` or `serving_dtype`.
+        ValueError: when `labels` does not match the model's classes, an
+            unknown `serving_shape` or `serving_dtype`, or a `.tflite` of a
+            regressor.
     """
     dynamic = preprocessing.check_serving_shape(serving_shape) == "dynamic"
     serving_dtype_auto.check_choice(serving_dtype)
     regression = labels is None
+    write_litert = None
+    if litert_quantization is not None:
+        litert.check_quantization(litert_quantization)
+        if regression:
+            raise ValueError("A .tflite is written for classifiers only (it "
+                             "returns labels). Received: labels=None")
+        float_model = model
+
+        def write_litert(folder):
+            litert.export_checked_classifier(
+                float_model, _read(spm_model_file), labels, folder,
+                max_seq_length, do_lower_case, litert_quantization)
     if not regression and len(labels) != model.num_classes:
         raise ValueError(f"One label per class is needed ({model.num_classes}). "
                          f"Received: labels={list(labels)!r}")
@@ -154,7 +182,17 @@ def export_classifier(model, spm_model_file, export_dir, labels=None,
     root.serve_single = serve_single
     return _save(root, {"serving_default": serve,
                         "serving_single": serve_single},
-                 export_dir, model_name, version, spm_model_file, record)
+                 export_dir, model_name, version, spm_model_file, record,
+                 write_litert)
+
+
+def litert_file(saved_model_dir):
+    """The `classifier.tflite` that `export_classifier` wrote beside the
+    SavedModel version folder `saved_model_dir`."""
+    model_dir, version = os.path.split(saved_model_dir.rstrip("/"))
+    return os.path.join(litert.litert_folder(
+        os.path.dirname(model_dir), os.path.basename(model_dir), version),
+        litert.CLASSIFIER_FILE)
 
 
 def export_text_classifier(model, export_dir, labels=None,

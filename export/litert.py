@@ -37,7 +37,8 @@ on `SAMPLE_TEXTS` (`agreement`: each text's cosine to its float32
 its own); one that confuses a text with another, or falls below
 `MIN_COSINE`, is replaced by the next wider precision (int8, then float16,
 then float32), and the log and `assets.extra/litert.json` (`RECORD_FILE`)
-say which precision was written and why.
+say which precision was written and why. A classifier written by
+`export_checked_classifier` must give float32's label on every sample text.
 
 Shape legend: B batch, T sequence length, H hidden size, C classes.
 """
@@ -54,6 +55,7 @@ from albert_tf.layers import preprocessing
 from albert_tf.tasks.options import LITERT_QUANTIZATIONS
 from data_prep import safe_io
 from export import on_device_tokenizer
+from export import serving_dtype_auto
 
 QUANTIZATIONS = LITERT_QUANTIZATIONS
 ENCODER_FILE = "encoder.tflite"
@@ -64,8 +66,6 @@ RECORD_FILE = os.path.join("assets.extra", "litert.json")
 # own float32 vector, and this cosine to it at least.
 MIN_COSINE = 0.99
 _WIDER = {"int8": "float16", "float16": "float32"}
-# Float32 vectors (less their mean) this close are the same text's.
-_SAME = 1 - 1e-4
 # Texts of several kinds and lengths, for the agreement check.
 SAMPLE_TEXTS = (
     "The cat sat on the mat.",
@@ -391,27 +391,18 @@ def reference_pooled(encoder, spm_model_proto, texts, max_seq_length=128,
 def agreement(reference, outputs):
     """How well `outputs` `[B, H]` agree with float32's `reference`.
 
-    Nearest neighbours are found among the vectors less the mean of
-    `reference`: what sets the texts apart, not what they all share (a
-    small model's pooled vectors can be nearly parallel for every text).
-    Two texts whose float32 vectors are the same (`_SAME`) are one text.
-
     Returns:
         A dict: `min_cosine` and `mean_cosine` (each row's cosine to its
         float32 row), `nearest_own` (rows whose nearest float32 row is
-        their own, out of `rows`) and `confused` (the indices of the
-        others).
+        their own, out of `rows`; `serving_dtype_auto.nearest_own`) and
+        `confused` (the indices of the others).
     """
     def unit(x):
         return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True),
                               1e-30)
 
     own = np.sum(unit(outputs) * unit(reference), axis=-1)  # [B]
-    center = reference.mean(axis=0, keepdims=True)
-    apart = unit(reference - center)
-    nearest = np.argmax(unit(outputs - center) @ apart.T, axis=-1)  # [B]
-    same = np.sum(apart[nearest] * apart, axis=-1) >= _SAME
-    confused = [i for i in range(len(own)) if nearest[i] != i and not same[i]]
+    confused = serving_dtype_auto.nearest_own(reference, outputs)
     return {"rows": len(own), "min_cosine": float(own.min()),
             "mean_cosine": float(own.mean()),
             "nearest_own": len(own) - len(confused), "confused": confused}
@@ -430,12 +421,68 @@ def _failure(measures):
     return "; ".join(reasons) or None
 
 
+def _export_checked(folder, file_name, quantization, convert, measure,
+                    failure_of):
+    """Writes `folder/file_name` in the narrowest precision, from
+    `quantization` up, whose `measure` has no `failure_of`, and
+    `folder/RECORD_FILE` with what was measured.
+
+    Args:
+        folder: a new folder (a staging folder: nothing is replaced).
+        file_name: the `.tflite` file's name.
+        quantization: the precision asked for.
+        convert: quantization -> the model's bytes.
+        measure: the model's bytes -> a dict of measures.
+        failure_of: measures -> why they are not good enough, or None.
+
+    Returns:
+        `(path, record)`.
+    """
+    check_quantization(quantization)
+    tried, fallback, chosen = {}, [], quantization
+    while True:
+        model_bytes = convert(chosen)
+        measures = measure(model_bytes)
+        failure = failure_of(measures)
+        tried[chosen] = dict(measures, failure=failure)
+        if failure is None or chosen == "float32":
+            break
+        fallback.append("%s: %s" % (chosen, failure))
+        logging.warning("The %s %s does not agree with the float32 model "
+                        "(%s); writing %s instead", chosen, file_name,
+                        failure, _WIDER[chosen])
+        chosen = _WIDER[chosen]
+    if tried[chosen]["failure"]:
+        logging.warning("The float32 %s differs from the model it was "
+                        "converted from (%s)", file_name,
+                        tried[chosen]["failure"])
+    record = {"file": file_name, "requested_quantization": quantization,
+              "quantization": chosen, "fallback": fallback,
+              "sample_texts": len(SAMPLE_TEXTS),
+              "min_cosine_required": MIN_COSINE, "agreement": tried}
+    logging.info("%s: %s weights%s; on %d sample texts against float32: %s",
+                 file_name, chosen, " (fell back from %s)" % quantization
+                 if chosen != quantization else "", len(SAMPLE_TEXTS),
+                 ", ".join("%s %s" % (key, value if isinstance(value, int)
+                                      else "%.4f" % value)
+                           for key, value in measures.items()
+                           if isinstance(value, (int, float))))
+    path = write_model(model_bytes, os.path.join(folder, file_name))
+    os.makedirs(os.path.join(folder, os.path.dirname(RECORD_FILE)),
+                exist_ok=True)
+    safe_io.write_atomically(os.path.join(folder, RECORD_FILE),
+                             (json.dumps(record, indent=1) + "\n").encode())
+    return path, record
+
+
 def export_checked_encoder(encoder, spm_model_proto, folder,
                            max_seq_length=128, do_lower_case=True,
                            quantization="int8"):
     """Writes `folder/encoder.tflite` in the narrowest precision, from
     `quantization` up, that agrees with the float32 model on
-    `SAMPLE_TEXTS`, and `folder/RECORD_FILE` saying what was measured.
+    `SAMPLE_TEXTS` (`agreement`: no text nearest another text's vector,
+    every cosine at least `MIN_COSINE`), and `folder/RECORD_FILE` saying
+    what was measured.
 
     Args:
         encoder: an `AlbertEncoder` with its weights.
@@ -448,39 +495,67 @@ def export_checked_encoder(encoder, spm_model_proto, folder,
         `(path, record)`: the `.tflite` path and the record written.
     """
     check_quantization(quantization)
-    texts = list(SAMPLE_TEXTS)
-    reference = reference_pooled(encoder, spm_model_proto, texts,
+    reference = reference_pooled(encoder, spm_model_proto, SAMPLE_TEXTS,
                                  max_seq_length, do_lower_case)
-    tried, fallback, chosen = {}, [], quantization
-    while True:
-        model_bytes = encoder_model(encoder, spm_model_proto, max_seq_length,
-                                    do_lower_case, chosen)
-        measures = agreement(reference, run_encoder(model_bytes, texts))
-        failure = _failure(measures)
-        tried[chosen] = dict(measures, failure=failure)
-        if failure is None or chosen == "float32":
-            break
-        fallback.append("%s: %s" % (chosen, failure))
-        logging.warning("The %s encoder.tflite does not agree with the "
-                        "float32 model (%s); writing %s instead", chosen,
-                        failure, _WIDER[chosen])
-        chosen = _WIDER[chosen]
-    record = {"file": ENCODER_FILE, "requested_quantization": quantization,
-              "quantization": chosen, "fallback": fallback,
-              "sample_texts": len(texts), "min_cosine_required": MIN_COSINE,
-              "agreement": tried}
-    logging.info("encoder.tflite: %s weights; on %d sample texts, cosine to "
-                 "float32 >= %.4f, %d of %d nearest their own vector%s",
-                 chosen, len(texts), tried[chosen]["min_cosine"],
-                 tried[chosen]["nearest_own"], len(texts),
-                 " (fell back from %s)" % quantization
-                 if chosen != quantization else "")
-    path = write_model(model_bytes, os.path.join(folder, ENCODER_FILE))
-    os.makedirs(os.path.join(folder, os.path.dirname(RECORD_FILE)),
-                exist_ok=True)
-    safe_io.write_atomically(os.path.join(folder, RECORD_FILE),
-                             (json.dumps(record, indent=1) + "\n").encode())
-    return path, record
+    return _export_checked(
+        folder, ENCODER_FILE, quantization,
+        lambda q: encoder_model(encoder, spm_model_proto, max_seq_length,
+                                do_lower_case, q),
+        lambda model_bytes: agreement(
+            reference, run_encoder(model_bytes, SAMPLE_TEXTS)), _failure)
+
+
+def _label_failure(measures):
+    if measures["label_agreement"] < 1:
+        return "%d of %d sample texts got another label than float32's" % (
+            len(measures["differing"]), measures["rows"])
+    return None
+
+
+def export_checked_classifier(model, spm_model_proto, labels, folder,
+                              max_seq_length=128, do_lower_case=True,
+                              quantization="int8"):
+    """Writes `folder/classifier.tflite` in the narrowest precision, from
+    `quantization` up, that gives the float32 model's label on every text
+    of `SAMPLE_TEXTS`, and `folder/RECORD_FILE` saying what was measured.
+
+    Args:
+        model: the `AlbertClassifier`.
+        spm_model_proto: its serialized SentencePiece model.
+        labels: label names, one per class.
+        folder: a new folder (a staging folder: nothing is replaced).
+        max_seq_length, do_lower_case: as in `classifier_model`.
+        quantization: the precision asked for, one of `QUANTIZATIONS`.
+
+    Returns:
+        `(path, record)`: the `.tflite` path and the record written.
+    """
+    # pylint: disable=import-outside-toplevel
+    from ai_edge_litert import interpreter as interpreter_lib
+    from tensorflow_text import tflite_registrar
+
+    check_quantization(quantization)
+    texts = list(SAMPLE_TEXTS)
+    inputs = _TextInputs(spm_model_proto, max_seq_length, do_lower_case)
+    want = np.asarray(tf.argmax(_logits(model, inputs.encode(
+        tf.constant(texts))), axis=-1))
+
+    def measure(model_bytes):
+        run = interpreter_lib.InterpreterWithCustomOps(
+            custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS,
+            model_content=model_bytes).get_signature_runner("serving_default")
+        strings = np.array(texts, dtype=object)
+        got = np.asarray(run(text=strings, text_b=np.array(
+            [""] * len(texts), dtype=object))["label_id"])
+        differing = [i for i in range(len(texts)) if got[i] != want[i]]
+        return {"rows": len(texts), "differing": differing,
+                "label_agreement": 1 - len(differing) / len(texts)}
+
+    return _export_checked(
+        folder, CLASSIFIER_FILE, quantization,
+        lambda q: classifier_model(model, spm_model_proto, labels,
+                                   max_seq_length, do_lower_case, q),
+        measure, _label_failure)
 
 
 def read_record(folder):

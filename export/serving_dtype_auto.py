@@ -13,15 +13,20 @@ on the exporting machine:
    drawn from the vocabulary by their unigram scores, of random lengths up to
    the export's sequence length.
 2. Its outputs are compared with float32's (`agreement`): every row's
-   `pooled_output` cosine, the top-1 masked-LM prediction at sampled
-   positions, and a task model's predicted labels or answer positions. A
-   candidate passes when each measure is within `TOLERANCES`.
+   `pooled_output` cosine, whether each row's `pooled_output` is nearest
+   its own float32 vector among the sample's (`nearest_own`: a precision
+   that confuses two texts fails), the top-1 masked-LM prediction at
+   sampled positions, and a task model's predicted labels or answer
+   positions. A candidate passes when each measure is within `TOLERANCES`.
 3. Batch 1 and batch 8 are timed, all candidates in turn (`REPEATS` calls
    each, after one that compiles), and the passing candidate with the
    lowest mean latency relative to float32 is chosen.
 
-Every export writes what it runs in, and for "auto" each candidate's times,
-agreement and verdict, to `<version>/assets.extra/serving_dtype.json`
+A precision requested by name (bfloat16, int8) is used as asked, but
+measured the same way on the sample; when it does not agree, the log warns
+and the record says which measures failed. Every export writes what it
+runs in, its agreement, and for "auto" each candidate's times, agreement
+and verdict, to `<version>/assets.extra/serving_dtype.json`
 (`CHOICE_FILE`) beside its SavedModel; TF Serving and the SavedModel loader
 do not read it. The sample is not the user's text: the accuracy bounds are
 checked on real data by `benchmarks/serving.py`.
@@ -49,6 +54,7 @@ TIMED_BATCHES = (1, 8)
 # A candidate must agree with float32 at least this well on the sample.
 TOLERANCES = {
     "pooled_cosine": 0.99,  # the lowest row's cosine
+    "pooled_nearest_own": 1.0,  # rows nearest their own float32 vector
     "top1_agreement": 0.97,  # masked-LM top-1 at the sampled positions
     "label_agreement": 0.995,  # a classifier's labels, a span head's argmax
 }
@@ -109,14 +115,44 @@ def _cosines(a, b):
         np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1), 1e-30)
 
 
+# Float32 vectors (less the sample's mean) this close are one text's.
+_SAME = 1 - 1e-4
+
+
+def nearest_own(reference, outputs):
+    """Which rows of `outputs` `[B, H]` are nearest (by cosine) their own
+    row of `reference` among all of its rows.
+
+    Vectors are taken less the mean of `reference`: what sets the texts
+    apart, not what they all share (a small model's pooled vectors can be
+    nearly parallel for every text). Rows whose float32 vectors are the
+    same (`_SAME`) count as one text.
+
+    Returns:
+        A list of the indices of the rows that are not (confused rows).
+    """
+    def unit(x):
+        return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True),
+                              1e-30)
+
+    center = reference.mean(axis=0, keepdims=True)
+    apart = unit(reference - center)
+    nearest = np.argmax(unit(outputs - center) @ apart.T, axis=-1)  # [B]
+    same = np.sum(apart[nearest] * apart, axis=-1) >= _SAME
+    return [i for i in range(len(reference))
+            if nearest[i] != i and not same[i]]
+
+
 def agreement(reference, outputs):
     """How well `outputs` agree with float32's `reference` (dicts of numpy
     arrays of one model's outputs on the same inputs).
 
     Returns:
         A dict with the measures that apply: `pooled_cosine` (lowest row
-        cosine of `pooled_output`), `top1_agreement` (share of equal argmax
-        of `mlm_logits`), `label_agreement` (share of equal argmax of
+        cosine of `pooled_output`), `pooled_nearest_own` (share of rows
+        nearest their own float32 vector, `nearest_own`),
+        `top1_agreement` (share of equal argmax of `mlm_logits`),
+        `label_agreement` (share of equal argmax of
         `logits` with more than one column, `start_logits`, `end_logits`,
         `choice_logits`) and `score_cosine` (a regressor's `logits` as one
         vector, reported only).
@@ -125,6 +161,10 @@ def agreement(reference, outputs):
     if "pooled_output" in reference:
         measures["pooled_cosine"] = float(_cosines(
             reference["pooled_output"], outputs["pooled_output"]).min())
+        rows = len(reference["pooled_output"])
+        measures["pooled_nearest_own"] = float(1 - len(nearest_own(
+            reference["pooled_output"].reshape(rows, -1),
+            outputs["pooled_output"].reshape(rows, -1))) / max(rows, 1))
     if "mlm_logits" in reference:
         measures["top1_agreement"] = float(np.mean(
             reference["mlm_logits"].argmax(-1)
@@ -205,7 +245,12 @@ def choose(make_run, inputs, candidates=SERVING_DTYPES, repeats=REPEATS):
 def describe(record):
     """One line for the log: the choice and each candidate's numbers."""
     if record.get("how") != "auto":
-        return "serving_dtype=%s" % record["serving_dtype"]
+        if "agreement" not in record:
+            return "serving_dtype=%s" % record["serving_dtype"]
+        return "serving_dtype=%s (requested); against float32 on the " \
+            "sample: %s" % (record["serving_dtype"], ", ".join(
+                "%s %.4f" % item for item in sorted(
+                    record["agreement"].items())))
     parts = []
     for dtype, result in record["candidates"].items():
         latency = ", ".join("%s %.1f ms" % (key.replace("_", " "), value)
@@ -245,8 +290,32 @@ def resolve(serving_dtype, make_run, sample):
     else:
         record = {"serving_dtype": serving_dtype, "how": "requested",
                   "device": hardware.describe()}
+        if serving_dtype != "float32":
+            record.update(measure(make_run, sample(), serving_dtype))
     logging.info("%s", describe(record))
+    if record.get("how") == "requested" and record.get("failures"):
+        logging.warning(
+            "serving_dtype=%s does not agree with float32 on the sample "
+            "(%s); it is exported as requested (--serving_dtype=auto or "
+            "float32 would not use it)", serving_dtype,
+            "; ".join(record["failures"]))
     return record
+
+
+def measure(make_run, inputs, serving_dtype):
+    """A requested precision's agreement with float32 on `inputs`
+    (untimed).
+
+    Returns:
+        A dict: `agreement`, `failures`, `tolerances` and `sample`.
+    """
+    tensors = {key: tf.constant(value) for key, value in inputs.items()}
+    reference = _numpy(make_run("float32")(tensors))
+    measures = agreement(reference, _numpy(make_run(serving_dtype)(tensors)))
+    return {"agreement": measures, "failures": failures(measures),
+            "tolerances": TOLERANCES,
+            "sample": {"rows": int(len(inputs["input_mask"])),
+                       "seq_length": int(inputs["input_mask"].shape[1])}}
 
 
 def _model_outputs(model):

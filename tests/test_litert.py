@@ -104,6 +104,7 @@ def models(tmp_path_factory):
     held_out = [f"Held out {i}: {i * 11 % 97} café Zürich, ÉCOLE {i},5"
                 for i in range(200)]
     return {"encoder": encoder, "classifier": classifier_int8,
+            "pretrainer": pretrainer, "proto": proto,
             "serving": tf.saved_model.load(serving).signatures,
             "saved_classifier": tf.saved_model.load(
                 saved_classifier).signatures,
@@ -145,6 +146,75 @@ def test_pooled_output_agrees_with_the_saved_model(models, quantization):
         assert cosine >= 0.99, (quantization, text, cosine)
     batch = run(text=_strings(texts[:5]))["pooled_output"]
     np.testing.assert_allclose(batch, want[:5], atol=0.05)
+
+
+@pytest.mark.slow
+def test_control_characters_give_the_saved_models_answer(models):
+    """NUL (the SavedModels once dropped the text after it), other
+    controls, noncharacters, format characters and a lone surrogate: the
+    float32 `.tflite` gives the SavedModel's pooled output, so the same
+    ids."""
+    import tensorflow as tf
+
+    from tests.test_on_device_tokenizer import CONTROL_TEXTS
+
+    run = _runner(models["encoder"]["float32"])
+    want = models["serving"]["serving_single"](
+        text=tf.constant(CONTROL_TEXTS))["pooled_output"].numpy()
+    got = np.concatenate([run(text=_strings([text]))["pooled_output"]
+                          for text in CONTROL_TEXTS])
+    np.testing.assert_allclose(got, want, atol=2e-5)
+    # Text after a NUL counts: "a\0b" is not "a".
+    cut = models["serving"]["serving_single"](
+        text=tf.constant(["a"]))["pooled_output"].numpy()
+    assert np.abs(want[0] - cut[0]).max() > 1e-4
+
+
+def test_agreement_finds_texts_nearest_another_texts_vector():
+    from export import litert
+
+    rng = np.random.default_rng(0)
+    # Nearly parallel vectors (as a small model's pooled outputs are),
+    # told apart only by what they do not share.
+    reference = 5.0 + 0.01 * rng.normal(size=(6, 16))
+    same = litert.agreement(reference, reference.copy())
+    assert same["confused"] == [] and same["nearest_own"] == 6
+    swapped = reference.copy()
+    swapped[[0, 1]] = reference[[1, 0]]
+    measures = litert.agreement(reference, swapped)
+    assert measures["confused"] == [0, 1] and measures["min_cosine"] > 0.99
+    assert "2 of 6 sample texts" in litert._failure(measures)
+    assert litert._failure(same) is None
+
+
+@pytest.mark.slow
+def test_a_quantization_that_confuses_texts_falls_back(models, tmp_path,
+                                                       monkeypatch):
+    """The written `.tflite` agrees with float32 on the sample; a
+    quantization that does not is replaced by a wider one, and the record
+    says so."""
+    import json
+
+    from export import litert
+
+    path, record = litert.export_checked_encoder(
+        models["pretrainer"].encoder, models["proto"], str(tmp_path / "a"),
+        32, quantization="int8")
+    chosen = record["quantization"]
+    assert record["agreement"][chosen]["failure"] is None
+    assert json.loads((tmp_path / "a" / litert.RECORD_FILE).read_text()) == \
+        json.loads(json.dumps(record))
+    assert (chosen == "int8") == (record["fallback"] == [])
+    # A check that int8 and float16 cannot pass: float32 is written.
+    monkeypatch.setattr(litert, "MIN_COSINE", 1.0 + 1e-9)
+    _, record = litert.export_checked_encoder(
+        models["pretrainer"].encoder, models["proto"], str(tmp_path / "b"),
+        32, quantization="int8")
+    assert record["quantization"] == "float32"
+    assert [line.split(":")[0] for line in record["fallback"]] == [
+        "int8", "float16"]
+    assert len((tmp_path / "b" / litert.ENCODER_FILE).read_bytes()) > len(
+        open(path, "rb").read())
 
 
 @pytest.mark.slow

@@ -530,6 +530,9 @@ def test_reduced_precision_export_agrees_with_float32(
     record = serving_dtype_auto.read(path)
     assert record["serving_dtype"] == serving_dtype
     assert record["how"] == "requested"
+    # Measured against float32 when written (a text confused is in it).
+    assert 0 <= record["agreement"]["pooled_nearest_own"] <= 1
+    assert record["agreement"]["pooled_cosine"] > 0.9
     ops = serving_compat.read_record(path)
     # int8 runs compiled by XLA, which the model server does only when told.
     assert ops["xla_compiled"] == (serving_dtype == "int8")

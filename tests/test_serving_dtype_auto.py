@@ -42,7 +42,9 @@ def test_agreement_measures_and_tolerances():
     logits = rng.normal(size=(4, 3, 10))
     reference = {"pooled_output": pooled, "mlm_logits": logits}
     same = serving_dtype_auto.agreement(reference, reference)
-    assert same == pytest.approx({"pooled_cosine": 1.0, "top1_agreement": 1.0})
+    assert same == pytest.approx({"pooled_cosine": 1.0,
+                                  "pooled_nearest_own": 1.0,
+                                  "top1_agreement": 1.0})
     assert serving_dtype_auto.failures(same) == []
     flipped = logits.copy()
     flipped[0, 0] = -flipped[0, 0]  # one of 12 predictions changes
@@ -50,8 +52,16 @@ def test_agreement_measures_and_tolerances():
         reference, {"pooled_output": -pooled, "mlm_logits": flipped})
     assert noisy["top1_agreement"] == pytest.approx(11 / 12)
     assert noisy["pooled_cosine"] == pytest.approx(-1.0)
+    assert noisy["pooled_nearest_own"] == 0.0
     assert serving_dtype_auto.failures(noisy) == [
-        "pooled_cosine -1.0000 < 0.99", "top1_agreement 0.9167 < 0.97"]
+        "pooled_cosine -1.0000 < 0.99", "pooled_nearest_own 0.0000 < 1.0",
+        "top1_agreement 0.9167 < 0.97"]
+    # Each row close to its own, but one nearest another text's vector.
+    swapped = pooled.copy()
+    swapped[[0, 1]] = 0.2 * pooled[[0, 1]] + 0.8 * pooled[[1, 0]]
+    confused = serving_dtype_auto.agreement({"pooled_output": pooled},
+                                            {"pooled_output": swapped})
+    assert confused["pooled_nearest_own"] == pytest.approx(0.5)
     classes = {"logits": rng.normal(size=(200, 2))}
     one_flip = {"logits": classes["logits"].copy()}
     one_flip["logits"][0] = one_flip["logits"][0, ::-1]
@@ -107,7 +117,8 @@ def test_auto_on_a_pretrainer_measures_every_precision(spm_model, tmp_path):
     record, served = serving_dtype_auto.serving_model(model, "auto", proto, 16)
     assert set(record["candidates"]) == {"float32", "bfloat16", "int8"}
     for result in record["candidates"].values():
-        assert set(result["agreement"]) == {"pooled_cosine", "top1_agreement"}
+        assert set(result["agreement"]) == {
+            "pooled_cosine", "pooled_nearest_own", "top1_agreement"}
         assert all(ms > 0 for ms in result["latency_ms"].values())
     chosen = record["serving_dtype"]
     assert not record["candidates"][chosen]["failures"]
@@ -119,11 +130,28 @@ def test_auto_on_a_pretrainer_measures_every_precision(spm_model, tmp_path):
     assert serving_dtype_auto.read(str(tmp_path / "none")) is None
 
 
-def test_requested_precision_is_recorded_without_timing():
-    def never(dtype):
-        raise AssertionError("nothing is timed for an explicit dtype")
-
-    record = serving_dtype_auto.resolve("int8", never, sample=None)
+def test_requested_precision_is_measured_without_timing(caplog):
+    """int8 by name is exported as asked, but measured against float32 on
+    the sample: a disagreement is a warning and is in the record."""
+    inputs = {"input_word_ids": np.arange(1, 41, dtype=np.int32).reshape(8, 5),
+              "input_mask": np.ones((8, 5), np.int32)}
+    runs = {"float32": _fake_run(0.0, 0.0), "int8": _fake_run(0.0, 1.0)}
+    record = serving_dtype_auto.resolve("int8", runs.get, lambda: inputs)
     assert record["serving_dtype"] == "int8" and record["how"] == "requested"
+    assert record["failures"] and "pooled_cosine" in record["agreement"]
+    assert "latency_ms" not in record
+    assert "does not agree with float32" in caplog.text
+    assert "serving_dtype=int8 (requested)" in serving_dtype_auto.describe(
+        record)
+    runs["int8"] = _fake_run(0.0, 0.0)
+    assert not serving_dtype_auto.resolve("int8", runs.get,
+                                          lambda: inputs)["failures"]
+
+    def never(dtype):
+        raise AssertionError("float32 is not measured against itself")
+
+    record = serving_dtype_auto.resolve("float32", never, sample=None)
+    assert record == {"serving_dtype": "float32", "how": "requested",
+                      "device": record["device"]}
     with pytest.raises(ValueError, match="Received: serving_dtype='int4'"):
         serving_dtype_auto.resolve("int4", never, sample=None)
