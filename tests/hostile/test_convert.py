@@ -344,3 +344,192 @@ def test_kill_between_the_two_renames_is_recovered_from_the_record(
     assert "albert_config.json" in _entries(out)
     assert _entries(tmp_path) == [".out.old-mine", ".out.partial-mine", "out"]
     snapshot.assert_unchanged()
+
+
+# === The tokenizer files say what the vocabulary says ===
+
+# Hard texts: case, accents, digits, punctuation, CJK, emoji, spacing.
+_HARD = ["Paris and NASA met the EU in 1990.", "The Café is NAÏVE, ÜBER",
+         "ΟΔΟΣ 東京 ﬁne  x\ty 😀", "O'Neil's e-mail: ``quoted''", "MiXeD CaSe",
+         "résumé 3.14 $45.99 (50%) -- [x]", "a", ""]
+
+
+@pytest.fixture(scope="module")
+def cased_model_dir(tmp_path_factory):
+    """A tiny model directory whose vocabulary kept the corpus's case."""
+    from albert_tf import AlbertConfig
+    from albert_tf import AlbertPretrainer
+    from albert_tf.training import checkpoint
+    from data_prep import builtin_corpus
+    from data_prep import vocab
+
+    texts = [line for document in builtin_corpus.iter_documents(
+        max_chars=60_000) for line in document]
+    texts += ["Paris and NASA met the EU.", "The Mat, the Cat."] * 20
+    root = tmp_path_factory.mktemp("cased_input")
+    spm_file = root / "cased.model"
+    spm_file.write_bytes(vocab.model_from_texts(texts, 600,
+                                                do_lower_case=False))
+    pieces = vocab.load_model(str(spm_file)).get_piece_size()
+    config = AlbertConfig.from_preset("tiny", vocab_size=pieces,
+                                      num_hidden_layers=1)
+    path = str(root / "ours")
+    checkpoint.save_model_dir(AlbertPretrainer(config), path,
+                              spm_model_file=str(spm_file))
+    return path
+
+
+def _same_ids_as_the_project(spm_file, do_lower_case, load):
+    from albert_tf.tasks.tokenization import Tokenizer
+
+    ours = Tokenizer(str(spm_file), do_lower_case)
+    for text in _HARD:
+        assert load(text) == [ours.cls_id] + ours.encode(text) + [
+            ours.sep_id], text
+
+
+def test_a_cased_vocabulary_gives_a_tokenizer_that_keeps_case(
+        tmp_path, cased_model_dir):
+    """`tokenizer.json` lowercased every text whatever the vocabulary:
+    "Paris" lost its "▁Paris" piece."""
+    import json
+
+    tokenizers = pytest.importorskip("tokenizers")
+    out = tmp_path / "hf"
+    report = _convert(cased_model_dir, out)
+    config = json.loads((out / "tokenizer_config.json").read_text())
+    assert config["do_lower_case"] is False
+    assert any("keeps the case" in note for note in report.notes)
+    fast = tokenizers.Tokenizer.from_file(str(out / "tokenizer.json"))
+    _same_ids_as_the_project(out / "spiece.model", False,
+                             lambda text: fast.encode(text).ids)
+    assert fast.encode("Paris").ids != fast.encode("paris").ids
+    # The flag wins over what the vocabulary says.
+    _convert(cased_model_dir, tmp_path / "lower", do_lower_case=True)
+    fast = tokenizers.Tokenizer.from_file(
+        str(tmp_path / "lower" / "tokenizer.json"))
+    assert fast.encode("Paris").ids == fast.encode("paris").ids
+
+
+@pytest.mark.slow
+def test_transformers_reads_the_cased_conversion_as_the_project_does(
+        tmp_path, cased_model_dir, model_dir):
+    """The program's output, loaded by `transformers.AutoTokenizer`, gives
+    the project's ids on hard texts: cased and lowercased vocabularies."""
+    transformers = pytest.importorskip("transformers")
+    for name, source, lower in (("cased", cased_model_dir, False),
+                                ("lower", model_dir, True)):
+        out = tmp_path / name
+        result = common.run_program(PROGRAM, "--input=" + source,
+                                    f"--output_dir={out}",
+                                    "--target=huggingface")
+        assert result.returncode == 0, result.stderr[-2000:]
+        _same_ids_as_the_project(
+            out / "spiece.model", lower, _input_ids(
+                transformers.AutoTokenizer.from_pretrained(str(out))))
+
+
+def _input_ids(tokenizer):
+    return lambda text: tokenizer(text)["input_ids"]
+
+
+# === A training run's folder: its vocabulary, or one line ===
+
+def _run_folder(root, model_dir, settings, best=False):
+    """A training run's folder as `run_pretraining` leaves it: its config,
+    `ckpt-N` checkpoints (model, step) and `albert_run.json`; with `best`,
+    a `best/` model folder inside too."""
+    import json
+
+    import tensorflow as tf
+
+    from albert_tf import AlbertConfig
+    from albert_tf import AlbertPretrainer
+    from albert_tf.training import checkpoint
+
+    run = root / "run"
+    run.mkdir()
+    config = AlbertConfig.from_json_file(
+        os.path.join(model_dir, checkpoint.CONFIG_NAME))
+    model = AlbertPretrainer(config)
+    state = tf.train.Checkpoint(model=model, step=tf.Variable(4, tf.int64))
+    tf.train.CheckpointManager(state, str(run), max_to_keep=2).save(4)
+    config.to_json_file(str(run / checkpoint.CONFIG_NAME))
+    (run / "albert_run.json").write_text(json.dumps(
+        {"program": "run_pretraining", "settings": settings}))
+    if best:
+        checkpoint.save_model_dir(model, str(run / "best"))
+    return run
+
+
+def test_a_run_folder_without_a_vocabulary_is_refused_in_one_line(
+        tmp_path, model_dir):
+    """A training run's folder converted to Hugging Face wrote no
+    tokenizer files and said nothing."""
+    run = _run_folder(tmp_path, model_dir, {"--input_file": "/nowhere/*"},
+                      best=True)
+    snapshot = common.Snapshot(tmp_path)
+    for source in (run, run / "best"):
+        with pytest.raises(ValueError, match="pass --spm_model_file") as error:
+            _convert(str(source), tmp_path / "hf")
+        assert "albert_run.json names none" in str(error.value)
+        assert "\n" not in str(error.value)
+    assert _entries(tmp_path) == ["run"]
+    snapshot.assert_unchanged()
+
+
+def test_a_run_folder_converts_with_the_vocabulary_its_records_name(
+        tmp_path, model_dir, albert_spm_model):
+    """`--init_checkpoint` in the run's record names a model folder that
+    comes with its vocabulary; `--spm_model_file` names one directly."""
+    run = _run_folder(tmp_path, model_dir,
+                      {"--init_checkpoint": model_dir}, best=True)
+    for source, name in ((run, "hf"), (run / "best", "hf_best")):
+        report = _convert(str(source), tmp_path / name)
+        assert any("--init_checkpoint" in n for n in report.notes)
+        assert {"spiece.model", "tokenizer.json", "tokenizer_config.json"} <= (
+            set(_entries(tmp_path / name)))
+    (run / "albert_run.json").write_text("{}")
+    report = _convert(str(run), tmp_path / "hf_flag",
+                      spm_model_file=albert_spm_model)
+    assert any("--spm_model_file" in n for n in report.notes)
+    assert "tokenizer.json" in _entries(tmp_path / "hf_flag")
+
+
+def test_a_vocabulary_larger_than_the_model_is_refused(tmp_path, model_dir,
+                                                       cased_model_dir):
+    """A vocabulary with ids the model cannot embed is not the model's."""
+    big = os.path.join(cased_model_dir, "spm.model")
+    snapshot = common.Snapshot(tmp_path)
+    with pytest.raises(ValueError, match="pieces and the model 48 "
+                       "embeddings") as error:
+        _convert(model_dir, tmp_path / "hf", spm_model_file=big)
+    assert "--spm_model_file" in str(error.value)
+    assert _entries(tmp_path) == []
+    snapshot.assert_unchanged()
+
+
+@pytest.mark.slow
+def test_a_real_run_folder_refuses_then_converts(tmp_path,
+                                                 short_pretraining_run,
+                                                 albert_spm_model):
+    """The program on `run_pretraining`'s own output: one line without a
+    vocabulary, a whole Hugging Face folder with `--spm_model_file`."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(short_pretraining_run.out, run)
+    snapshot = common.Snapshot(run)
+    refused = common.run_program(PROGRAM, f"--input={run}",
+                                 f"--output_dir={tmp_path / 'hf'}",
+                                 "--target=huggingface")
+    common.assert_one_line_error(refused, "--spm_model_file", str(run))
+    assert _entries(tmp_path) == ["run"]
+    done = common.run_program(PROGRAM, f"--input={run}",
+                              f"--output_dir={tmp_path / 'hf'}",
+                              "--target=huggingface",
+                              f"--spm_model_file={albert_spm_model}")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert {"spiece.model", "tokenizer.json", "model.safetensors"} <= set(
+        _entries(tmp_path / "hf"))
+    snapshot.assert_unchanged()
