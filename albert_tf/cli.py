@@ -7,10 +7,14 @@ is what the training programs share (the fine-tuning programs that export,
 `albert_apps.run_classifier` and `albert_apps.run_squad`, use it too).
 """
 
+import logging as std_logging
+import sys
+
 from absl import logging
 
 from albert_tf.training import output_folder
 from albert_tf.training.options import TrainingDivergedError
+from albert_tf.training.options import TrainingStopped
 from data_prep import flag_options as options_lib
 from data_prep import safe_io
 from data_prep import tf_startup
@@ -46,6 +50,12 @@ def run_training_program(options_cls, run, doc, argv=None):
     same folder fails at once, before TensorFlow loads, with one line naming
     the folder and the holder's process id.
 
+    SIGTERM or SIGINT during training ends the program after the current
+    step with that step's checkpoint, one line saying so, and the exit
+    status of the signal (143, 130); nothing is evaluated, predicted or
+    exported after it. A run whose training loss ended at chance ends with
+    its warning as the last log line.
+
     Args:
         options_cls: the program's options dataclass (its fields are the
             flags).
@@ -59,9 +69,20 @@ def run_training_program(options_cls, run, doc, argv=None):
     def locked_run(options):
         # The output is checked and locked before TensorFlow loads.
         safe_io.check_output_path(options.output_dir, output_folder.FLAG)
-        with output_folder.hold(options.output_dir, program):
-            tf_startup.import_tensorflow()
-            return run(options)
+        try:
+            with output_folder.hold(options.output_dir, program):
+                tf_startup.import_tensorflow()
+                report = run(options)
+        except TrainingStopped as stop:
+            # What is left behind on the way out stays quiet: this line
+            # is the last word.
+            std_logging.getLogger("tensorflow").setLevel(std_logging.CRITICAL)
+            sys.stderr.write(f"{program}: {stop}\n")
+            sys.exit(stop.exit_status)
+        warning = (report or {}).get("train", {}).get("warning")
+        if warning:
+            logging.warning("%s", warning)
+        return report
 
     options_lib.run_program(options_cls, locked_run, argv, doc=doc,
                     errors=options_lib.USER_ERRORS + (TrainingDivergedError,),

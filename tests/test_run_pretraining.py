@@ -85,12 +85,16 @@ def test_sigkill_resume_and_sigterm_save(tmp_path):
     resumed_from = int(killed_at.rsplit("-", 1)[1])
     assert resumed_from % SAVE_EVERY == 0 and resumed_from >= 10
 
-    # Run 2: resumes from that checkpoint; SIGTERM past step 17 saves first.
+    # Run 2: resumes from that checkpoint; SIGTERM past step 17 saves the
+    # step it came in and exits with SIGTERM's status.
     code, log = _run_until(command, 17, signal.SIGTERM)
-    assert code == 0, log[-2000:]
+    assert code == 143, log[-2000:]
     assert f"Resumed from {killed_at} at step {resumed_from}" in log
     preempted_at = int(tf.train.latest_checkpoint(out).rsplit("-", 1)[1])
     assert preempted_at >= 17
+    assert log.rstrip().splitlines()[-1] == (
+        f"run_pretraining: stopped by SIGTERM at step {preempted_at} (saved "
+        f"{out}/ckpt-{preempted_at}); run the same command to resume")
 
     # Run 3: resumes at the SIGTERM checkpoint and finishes.
     result = subprocess.run(command, cwd=REPO, env=ENV, capture_output=True,

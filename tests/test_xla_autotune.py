@@ -1,4 +1,5 @@
-"""`--jit_compile=auto`: both ways timed on real steps, the faster kept."""
+"""`--jit_compile`: true, false or auto (the device rule, never timing),
+recorded with the run and reused by `auto` on resume."""
 
 import json
 import os
@@ -45,90 +46,67 @@ def test_the_flag_refuses_other_values():
                 "--jit_compile=sometimes"])
 
 
-def test_chooser_alternates_skips_the_compiling_windows_and_keeps_the_faster():
-    chooser = xla_autotune.Chooser(window_steps=2, repeats=2)
-    # Per-step seconds: the first window each way (compiling) is slow.
-    timings = {False: [9.0, 1.0, 1.2], True: [30.0, 0.5, 0.7]}
-    order = []
-    while not chooser.done:
-        jit = chooser.next_variant()
-        order.append(jit)
-        chooser.record(jit, 2 * timings[jit].pop(0), 2)
-    assert order == [False, True] * 3
-    assert chooser.medians() == pytest.approx({"no_xla": 1.1, "xla": 0.6})
-    assert chooser.choice is True
-
-
-def test_the_loop_runner_times_windows_then_keeps_the_choice():
-    calls, chosen = [], []
-
-    def run_loop(jit, num_steps):
-        calls.append((jit, num_steps))
-        return "stats", num_steps, (0.5 if jit else 1.0) * num_steps
-
-    def finish(chooser):
-        chosen.append(chooser.choice)
-        return chooser.choice
-
-    runner = xla_autotune.LoopRunner(
-        run_loop, None, xla_autotune.Chooser(window_steps=2, repeats=1),
-        finish)
-    results = [runner(10) for _ in range(5)]
-    # Four windows of 2 steps, alternating; then whole loops, with XLA.
-    assert calls == [(False, 2), (True, 2), (False, 2), (True, 2), (True, 10)]
-    assert chosen == [True] and runner.jit_compile is True
-    assert results[-1] == ("stats", 10, 5.0)
-
-
 def test_cpu_device_rule():
     assert xla_autotune.device_rule(tf.distribute.get_strategy()) is False
 
 
-@pytest.mark.slow
-def test_auto_times_real_steps_both_ways_and_remembers(tmp_path, monkeypatch):
-    monkeypatch.setattr(xla_autotune, "MIN_STEPS", 0)
-    monkeypatch.setattr(xla_autotune, "WINDOW_STEPS", 1)
-    monkeypatch.setattr(xla_autotune, "REPEATS", 1)
-    data = t.write_records(str(tmp_path / "train.tfrecord"), 64)
-    out = str(tmp_path / "out")
-    opts = t.options(data, out, jit_compile=None, num_train_steps=6,
-                     save_checkpoints_steps=6, iterations_per_loop=3)
-    runner = t.trainer(opts)
-    result = runner.train()
-    # The trial windows were training steps: 4 of the 6, one each way
-    # compiling, one each way timed; then 2 more with the faster.
-    assert result["step"] == 6
-    assert set(runner._train_loops) == {False, True}
-    with open(os.path.join(out, xla_autotune.CHOICE_FILE)) as f:
-        record = json.load(f)
-    medians = record["seconds_per_step"]
-    assert set(medians) == {"xla", "no_xla"}
-    assert record["jit_compile"] is (medians["xla"] < medians["no_xla"])
-    assert record["key"]["dtype"] == "float32"
-
-    # A rerun on the same device and batch reads the choice: one way only.
-    resumed = t.trainer(t.options(data, out, jit_compile=None,
-                                  num_train_steps=8, save_checkpoints_steps=2,
-                                  iterations_per_loop=2))
-    assert resumed.train()["step"] == 8
-    assert set(resumed._train_loops) == {record["jit_compile"]}
-
-
-def test_a_short_run_times_nothing(short_pretraining_run):
-    # 4 steps, "auto": under MIN_STEPS, so the CPU rule (no XLA), untimed.
-    assert short_pretraining_run.report["train"]["step"] == 4
+def test_auto_takes_the_device_rule_and_records_it_for_the_run(
+        short_pretraining_run):
+    # A CPU-only machine: no XLA, whatever the timing; said and recorded.
+    path = os.path.join(short_pretraining_run.out, xla_autotune.CHOICE_FILE)
     assert [line for line in short_pretraining_run.lines
             if line.startswith("jit_compile=")] == [
-        "jit_compile=auto: False (device rule; the run is too short or "
-        "spread over workers to time both ways)."]
-    assert not os.path.exists(os.path.join(short_pretraining_run.out,
-                                           xla_autotune.CHOICE_FILE))
+        f"jit_compile=auto chose no XLA (device rule: CPU only; recorded in "
+        f"{path}; pass --jit_compile=true|false to pin it)."]
+    with open(path) as f:
+        record = json.load(f)
+    assert record["jit_compile"] is False
+    assert record["how"] == "device rule: CPU only"
 
 
-def test_an_explicit_choice_times_nothing(tmp_path):
+def _options(out, jit_compile):
+    return t.options("unused", out, jit_compile=jit_compile)
+
+
+def test_auto_reuses_the_runs_recorded_choice_whatever_the_device(tmp_path):
+    out = str(tmp_path)
+    # The run started with XLA (pinned, or on another machine's rule).
+    assert xla_autotune.resolve(_options(out, True),
+                                tf.distribute.get_strategy()) is True
+    with open(os.path.join(out, xla_autotune.CHOICE_FILE)) as f:
+        assert json.load(f)["how"] == "--jit_compile=true"
+    # Resumed with auto on a CPU-only machine: it keeps training with XLA.
+    assert xla_autotune.resolve(_options(out, None),
+                                tf.distribute.get_strategy()) is True
+    # Pinned the other way: that is what the run trains with from now on.
+    assert xla_autotune.resolve(_options(out, False),
+                                tf.distribute.get_strategy()) is False
+    assert xla_autotune.resolve(_options(out, None),
+                                tf.distribute.get_strategy()) is False
+
+
+@pytest.mark.parametrize("content", ["{not json", '{"jit_compile": "yes"}',
+                                     "[]"])
+def test_a_damaged_record_is_decided_again_and_rewritten(tmp_path, content):
+    path = tmp_path / xla_autotune.CHOICE_FILE
+    path.write_text(content)
+    assert xla_autotune.resolve(_options(str(tmp_path), None),
+                                tf.distribute.get_strategy()) is False
+    assert json.loads(path.read_text())["jit_compile"] is False
+
+
+def test_an_earlier_timed_record_is_read_as_the_runs_choice(tmp_path):
+    # What `auto` wrote when it timed both ways: its choice stands.
+    (tmp_path / xla_autotune.CHOICE_FILE).write_text(json.dumps({
+        "jit_compile": True, "seconds_per_step": {"xla": 0.1, "no_xla": 0.2},
+        "key": {"device": "elsewhere"}}))
+    assert xla_autotune.resolve(_options(str(tmp_path), None),
+                                tf.distribute.get_strategy()) is True
+
+
+def test_an_explicit_choice_compiles_one_way_only(tmp_path):
     data = t.write_records(str(tmp_path / "train.tfrecord"), 16)
     out = str(tmp_path / "out")
     runner = t.trainer(t.options(data, out, jit_compile=False))
     runner.train()
     assert set(runner._train_loops) == {False}
-    assert not os.path.exists(os.path.join(out, xla_autotune.CHOICE_FILE))

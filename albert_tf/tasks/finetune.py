@@ -13,9 +13,11 @@ weights in the model for prediction and export.
 Shape legend: B batch, K choices, T length.
 """
 
+import math
 import os
 
 import keras
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
@@ -128,6 +130,22 @@ def span_loss(outputs, labels):
 multiple_choice_loss = classification_loss
 
 
+# === Chance: the loss of a model that ignores its input ===
+
+def label_chance_loss(labels):
+    """The cross-entropy of always predicting the labels' frequencies (the
+    best a classifier or a multiple-choice model can do without reading its
+    input): their entropy, in nats (ln k for k balanced classes)."""
+    _, counts = np.unique(np.asarray(labels), return_counts=True)
+    p = counts / counts.sum()
+    return float(-(p * np.log(p)).sum())
+
+
+def regression_chance_loss(values):
+    """The squared error of always predicting the mean: the variance."""
+    return float(np.var(np.asarray(values, np.float64)))
+
+
 class FinetuningTask(TrainingTask):
     """A task model trained on in-memory arrays with a per-example loss.
 
@@ -141,19 +159,34 @@ class FinetuningTask(TrainingTask):
         task_info: what defines the task (name, labels, ...): kept beside
             the checkpoints as `task.json` with the encoder's
             `albert_config.json`, and checked when a run resumes.
+        input_files: `{flag: [files]}` the fine-tuned weights are made from
+            (see `TrainingTask.input_files`).
+        chance_loss: the training loss of a model that ignores its input
+            (`label_chance_loss`, `regression_chance_loss`), or None.
     """
 
     stat_names = ("loss_sum", "count")
     best_metric = "score"
 
     def __init__(self, model_fn, loss_fn, train_features=None,
-                 evaluate_fn=None, seed=12345, task_info=None):
+                 evaluate_fn=None, seed=12345, task_info=None,
+                 input_files=None, chance_loss=None):
         self.model_fn, self.loss_fn = model_fn, loss_fn
         self.train_features = train_features
         self.evaluate_fn = evaluate_fn
         self.seed = seed
         self.task_info = task_info or {}
+        self._input_files = input_files or {}
+        self._chance_loss = chance_loss
         self.model = None
+
+    def input_files(self):
+        return dict(self._input_files)
+
+    def chance_loss(self):
+        if self._chance_loss is None or not math.isfinite(self._chance_loss):
+            return None
+        return self._chance_loss
 
     def build_model(self, dtype):
         self.model = self.model_fn(dtype)

@@ -11,6 +11,7 @@ text-in SavedModel (`export_dir`) is done by the programs
 `export/`.
 """
 
+import glob
 import os
 
 import numpy as np
@@ -94,6 +95,26 @@ def _read_splits(options, features):
             features("test") if options.do_predict else None)
 
 
+def _input_files(options, data):
+    """`{label: [files]}` the run record fingerprints (see
+    `TrainingTask.input_files`): with `do_train` the vocabulary and the
+    training data, with `do_eval` the evaluation data.
+
+    Args:
+        options: the job's `FinetuneOptions`.
+        data: `{"train": (label, [files]), "dev": (label, [files])}`.
+    """
+    files = {}
+    if options.do_train:
+        files["--spm_model_file"] = [finetune.spm_model_file(options)]
+    for split, wanted in (("train", options.do_train),
+                          ("dev", options.do_eval)):
+        if wanted and split in data:
+            label, paths = data[split]
+            files[label] = paths
+    return files
+
+
 # === GLUE ===
 
 def run_classifier(options, strategy=None):
@@ -145,10 +166,19 @@ def run_classifier(options, strategy=None):
 
     loss_fn = (finetune.regression_loss if task.is_regression
                else finetune.classification_loss)
+    chance = None
+    if train is not None:
+        chance = (finetune.regression_chance_loss if task.is_regression
+                  else finetune.label_chance_loss)(train["label_ids"])
     ft_task = finetune.FinetuningTask(
         model_fn, loss_fn, train, evaluate, seed=options.seed,
         task_info=dict(task=task.name, labels=list(task.labels or []),
-                       max_seq_length=options.max_seq_length))
+                       max_seq_length=options.max_seq_length),
+        input_files=_input_files(options, {
+            split: (f"--data_dir {task.files[split]}",
+                    [os.path.join(options.data_dir, task.files[split])])
+            for split in ("train", "dev")}),
+        chance_loss=chance)
     trainer, report = finetune.run_finetuning(ft_task, options, strategy)
     report["task"] = task.name
     if test is not None:
@@ -227,7 +257,10 @@ def run_squad(options, strategy=None):
         model_fn, finetune.span_loss, train.arrays if train else None,
         evaluate, seed=options.seed,
         task_info=dict(task="squad_v2.0" if v2 else "squad_v1.1",
-                       max_seq_length=options.max_seq_length))
+                       max_seq_length=options.max_seq_length),
+        input_files=_input_files(options, {
+            "train": ("--train_file", [options.train_file]),
+            "dev": ("--predict_file", [options.predict_file])}))
     trainer, report = finetune.run_finetuning(ft_task, options, strategy)
     if options.do_predict:
         answers, na_probs = answer(trainer)
@@ -281,7 +314,13 @@ def run_race(options, strategy=None):
         model_fn, finetune.multiple_choice_loss, train, evaluate,
         seed=options.seed,
         task_info=dict(task="race", num_choices=options.num_choices,
-                       max_seq_length=options.max_seq_length))
+                       max_seq_length=options.max_seq_length),
+        input_files=_input_files(options, {
+            split: (f"--data_dir {split}/", _race_files(options.data_dir,
+                                                        split))
+            for split in ("train", "dev")}),
+        chance_loss=(None if train is None
+                     else finetune.label_chance_loss(train["label_ids"])))
     trainer, report = finetune.run_finetuning(ft_task, options, strategy)
     if test is not None:
         examples, arrays = test
@@ -292,3 +331,12 @@ def run_race(options, strategy=None):
             report["test_accuracy"] = metrics.accuracy(
                 arrays["label_ids"], np.argmax(logits, axis=-1))
     return trainer, report
+
+
+def _race_files(data_dir, split):
+    """The files of a RACE split, in the order `race.read_examples` reads
+    them."""
+    paths = []
+    for level in race.LEVELS:
+        paths += sorted(glob.glob(os.path.join(data_dir, split, level, "*")))
+    return [path for path in paths if os.path.isfile(path)]

@@ -83,13 +83,53 @@ def _remove_if_empty(folder):
         pass
 
 
-def claim_run(output_dir, options, flag=FLAG):
+# The run record's key of an input's content fingerprint: "<flag> (content)".
+CONTENT = " (content)"
+
+
+def claim_run(output_dir, options, inputs=None, flag=FLAG):
     """Records (first run) or checks (rerun) what `output_dir`'s run is
-    made from: `options.run_program()` and `options.run_settings()`.
+    made from: `options.run_program()`, `options.run_settings()` and a
+    content fingerprint of each input (`safe_io.content_fingerprint`).
+
+    A record without an input's fingerprint (an older run's) is not
+    checked on it.
+
+    Args:
+        output_dir: the job's output folder.
+        options: the job's options.
+        inputs: `{flag: [files]}` (see `TrainingTask.input_files`).
+        flag: the flag naming the folder.
 
     Raises:
         safe_io.OutputError: the folder holds a run made from other
-            settings (names each one, old and new).
+            settings (names each one, old and new), or one whose inputs'
+            content changed under the same names (names the flag).
     """
-    safe_io.RunRecord(output_dir, options.run_program(),
-                      options.run_settings()).claim(flag)
+    settings = dict(options.run_settings())
+    fingerprints = {name + CONTENT: safe_io.content_fingerprint(paths)
+                    for name, paths in (inputs or {}).items() if paths}
+    settings.update(fingerprints)
+    record = safe_io.RunRecord(output_dir, options.run_program(), settings)
+    old = record.read()
+    if old is not None:
+        _check_content(old, record, fingerprints, output_dir, flag)
+    record.claim(flag)
+
+
+def _check_content(old, record, fingerprints, output_dir, flag):
+    """Refuses a rerun whose only differences are inputs' content (other
+    differences are named together by `RunRecord.claim`)."""
+    changed = record.differences(old)
+    if not changed or len(changed) != sum(
+            item.startswith(tuple(fingerprints)) for item in changed):
+        return
+    before = old.get("settings", {})
+    name = next(key for key in sorted(fingerprints)
+                if before.get(key) not in (None, fingerprints[key]))
+    raise safe_io.OutputError(
+        f"{name[:-len(CONTENT)]}: the content changed since this run "
+        f"started in {flag}={output_dir} ({before[name]} then, "
+        f"{fingerprints[name]} now); a resumed run must read the inputs it "
+        "started from: restore them, or choose another "
+        f"{flag} to start over")

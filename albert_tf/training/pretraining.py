@@ -63,6 +63,21 @@ class PretrainingTask(TrainingTask):
                 files, options.max_seq_length, options.max_predictions_per_seq,
                 options.dynamic_masking, self.config.vocab_size)
 
+    def input_files(self):
+        """The training records (with `do_train`) and the evaluation
+        records (with `do_eval`), by the flag the run record names them
+        with (`PretrainingOptions.run_settings`)."""
+        options = self.options
+        files = {}
+        if options.do_train:
+            files["--input_file"] = input_pipeline.expand_file_patterns(
+                options.input_file, "--input_file")
+        if options.do_eval:
+            input_file, flag = self._evaluation_input()
+            files["--eval_input_file"] = input_pipeline.expand_file_patterns(
+                input_file, flag)
+        return files
+
     def initialize(self, model):
         """Loads `--init_checkpoint`, if given.
 

@@ -16,7 +16,13 @@ everything else:
   cross-replica reduction), clips the sum to global norm 1.0 and applies it;
 - checkpoints `ckpt-<step>` (model, optimizer, step) every
   `save_checkpoints_steps`, resume with the data position restored, a save
-  on SIGTERM or after `max_train_seconds`;
+  after `max_train_seconds`;
+- SIGTERM and SIGINT end the loop after the step they come in
+  (`stop_signals`): that step is saved and `TrainingStopped` raised, so
+  nothing is evaluated, predicted or exported after a stop;
+- `--jit_compile` resolved once per run and recorded (`xla_autotune`);
+- a warning, and `at_chance` in the summary, when the training loss ends
+  where a model that ignores its input would be;
 - a stop with `TrainingDivergedError` at the first non-finite loss, before
   anything is saved, so rotation never deletes the good checkpoints;
 - evaluation of every checkpoint as it is written (or of the checkpoints not
@@ -27,7 +33,6 @@ everything else:
 import contextlib
 import os
 import re
-import signal
 import time
 
 import tensorflow as tf
@@ -42,9 +47,11 @@ from albert_tf.training import lamb
 from albert_tf.training import memory
 from albert_tf.training import output_folder
 from albert_tf.training import results as results_lib
+from albert_tf.training import stop_signals
 from albert_tf.training import xla_autotune
 from albert_tf.training.options import DTYPES
 from albert_tf.training.options import TrainingDivergedError
+from albert_tf.training.options import TrainingStopped
 from albert_tf.training.options import parse_jit_compile
 from data_prep import progress
 from data_prep import safe_io
@@ -60,6 +67,11 @@ def op_error_summary(error):
             match = re.match(r"assertion failed: \[(.*)\]$", line)
             return match.group(1) if match else line
     return type(error).__name__
+
+
+# A final training loss this close (relative) to the chance loss, or above
+# it, has not learned (`Trainer._chance_verdict`).
+CHANCE_TOLERANCE = 0.02
 
 
 def _format_time(seconds):
@@ -87,6 +99,9 @@ class Trainer(evaluation.Evaluation):
         self.dtype = hardware.resolve_dtype(options.dtype)
         if options.dtype != self.dtype:
             logging.info("dtype=auto: %s (%s).", self.dtype, hardware.describe())
+        # One flag on the host, outside the strategy: every replica's loop
+        # reads it.
+        self._stop = stop_signals.StopSignals()
         with self.strategy.scope():
             self.model = task.build_model(DTYPES[self.dtype])
             self.optimizer = lamb.create_optimizer(
@@ -102,7 +117,7 @@ class Trainer(evaluation.Evaluation):
         self._manager = None
         self._functions = None
         self._train_loops = {}
-        self._preempted = False
+        self._jit = None  # This run's resolved --jit_compile.
 
     # === Compiled functions ===
 
@@ -168,21 +183,27 @@ class Trainer(evaluation.Evaluation):
             jit_compile=jit and single,
             autograph=self.options.gradient_accumulation_steps > 1)
         strategy, num_stats = self.strategy, len(self.task.stat_names)
+        stop = self._stop.flag
 
         @tf.function
         def train_loop(iterator, num_steps):
             total = tf.zeros([num_stats])
             done = tf.constant(0)
             diverged = tf.constant(False)
-            for _ in tf.range(num_steps):
+            # The stop flag is read in the loop's condition, before each
+            # step: a stop signal (set by another thread while this call
+            # runs) ends the loop after the step it came in, `done` exact.
+            # (In the condition, not as a `break` in the body: a replica
+            # step inside a branch does not run under MirroredStrategy.)
+            while tf.logical_and(done < num_steps, tf.logical_not(
+                    tf.logical_or(diverged, stop.read_value()))):
                 stats = strategy.run(replica_step, args=(next(iterator),))
                 # Already all-reduced: every replica holds the global sums.
                 stats = strategy.experimental_local_results(stats)[0]
                 done += 1
                 total += stats
-                if not tf.reduce_all(tf.math.is_finite(stats)):
-                    diverged = tf.constant(True)
-                    break
+                diverged = tf.logical_not(
+                    tf.reduce_all(tf.math.is_finite(stats)))
             self.step.assign_add(tf.cast(done, tf.int64))
             return total, diverged
 
@@ -207,11 +228,13 @@ class Trainer(evaluation.Evaluation):
 
     def _compiled(self):
         """`(train_loop, stats_step, predict_step)`; the loop compiled as
-        `jit_compile` says, "auto" taken as the device rule (the timed
-        choice is made in `train`)."""
+        this run resolved `jit_compile` (before `train`: as the flag says,
+        "auto" taken as the device rule)."""
         if self._functions is None:
             self._build()
-        jit = parse_jit_compile(self.options.jit_compile)
+        jit = self._jit
+        if jit is None:
+            jit = parse_jit_compile(self.options.jit_compile)
         if jit is None:
             jit = xla_autotune.device_rule(self.strategy)
         return (self._train_loop(jit),) + self._functions
@@ -351,7 +374,8 @@ class Trainer(evaluation.Evaluation):
             if not latest:
                 self.task.initialize(self.model)
             if self.is_chief:
-                output_folder.claim_run(self.output_dir, self.options)
+                output_folder.claim_run(self.output_dir, self.options,
+                                        self.task.input_files())
                 tf.io.gfile.makedirs(self.output_dir)
                 results_lib.recover_best(self.output_dir)
                 results_lib.write_config_files(self.output_dir, config_files)
@@ -422,11 +446,6 @@ class Trainer(evaluation.Evaluation):
 
     # === Training ===
 
-    def _on_sigterm(self, signum, frame):
-        del signum, frame
-        logging.warning("SIGTERM: saving a checkpoint after the current loop.")
-        self._preempted = True
-
     def _train_iterator(self, start):
         def dataset_fn(context):
             # Each step consumes one batch per local replica.
@@ -443,11 +462,15 @@ class Trainer(evaluation.Evaluation):
         written (so checkpoints rotated away later are evaluated too).
 
         Returns:
-            A dict: `step` reached, `preempted`, `timed_out`, `history`
-            (`(step, loss)` per loop) and the last loop's metrics.
+            A dict: `step` reached, `timed_out`, `history` (`(step, loss)`
+            per loop), the last loop's metrics, and when the loss says so
+            `at_chance` (whether it ended where a model that ignores its
+            input would be; then also `warning`, the logged line).
 
         Raises:
             TrainingDivergedError: the loss became NaN or infinite.
+            TrainingStopped: SIGTERM or SIGINT stopped the run after its
+                current step; that step's checkpoint is written first.
         """
         with self.holding_output():
             return self._train()
@@ -458,44 +481,98 @@ class Trainer(evaluation.Evaluation):
         if start >= options.num_steps:
             logging.info("Step %d reached the %d train steps: nothing to "
                          "train.", start, options.num_steps)
-            return {"step": start, "preempted": False, "timed_out": False,
-                    "history": []}
+            return {"step": start, "timed_out": False, "history": []}
         self._log_memory_estimate()
         iterator = self._train_iterator(start)
-        run_loop = xla_autotune.loop_runner(
-            lambda jit, num: self._run_train_loop(jit, iterator, num),
-            options, self.strategy, start, self.dtype, self.is_chief)
+        self._jit = xla_autotune.resolve(options, self.strategy, self.is_chief)
         writer = self._train_writer()
-        previous_handler = self._catch_sigterm()
+        logging.info("Training from step %d to %d, up to %d steps a loop "
+                     "(SIGTERM or SIGINT: stop after the current step and "
+                     "save it).", start, options.num_steps,
+                     options.iterations_per_loop)
         self._interactive = self.is_chief and progress.interactive()
         self._bar = progress.bar(
             total=options.num_steps, description="train", unit="step",
             initial=start, enabled=self._interactive)
         step, metrics, history, run_start = start, {}, [], time.time()
         timed_out = False
-        try:
-            while step < options.num_steps and not self._preempted:
-                timed_out = self._out_of_time(run_start, step)
-                if timed_out:
-                    break
-                stats, done, seconds = run_loop(self._loop_steps(step))
-                step += done
-                metrics = self._loop_metrics(stats, done, seconds)
-                history.append((step, metrics["loss"]))
-                self._log_progress(step, done, metrics, run_start)
-                results_lib.write_scalars(writer, step, metrics)
-                if (step % options.save_checkpoints_steps == 0
-                        or step >= options.num_steps):
+        with self._stop.catching():
+            try:
+                while step < options.num_steps and not self._stop.requested:
+                    timed_out = self._out_of_time(run_start, step)
+                    if timed_out:
+                        break
+                    stats, done, seconds = self._run_train_loop(
+                        self._jit, iterator, self._loop_steps(step))
+                    step += done
+                    if done:
+                        metrics = self._loop_metrics(stats, done, seconds)
+                        history.append((step, metrics["loss"]))
+                        self._log_progress(step, done, metrics, run_start)
+                        results_lib.write_scalars(writer, step, metrics)
+                    if self._stop.requested:
+                        break
+                    if (step % options.save_checkpoints_steps == 0
+                            or step >= options.num_steps):
+                        self._save_and_evaluate()
+                if self._stop.requested:
+                    # Saved while the signals are still caught: a second
+                    # one does not cut the save short.
+                    raise self._stopped(step)
+                if (timed_out and step > start
+                        and step % options.save_checkpoints_steps):
                     self._save_and_evaluate()
-            if (self._preempted or (timed_out and step > start)) and (
-                    step % options.save_checkpoints_steps):
-                self._save_and_evaluate()
-        finally:
-            self._bar.close()
-            if previous_handler is not None:
-                signal.signal(signal.SIGTERM, previous_handler)
-        return {"step": step, "preempted": self._preempted,
-                "timed_out": timed_out, "history": history, **metrics}
+            finally:
+                self._bar.close()
+        summary = {"step": step, "timed_out": timed_out, "history": history,
+                   **metrics}
+        summary.update(self._chance_verdict(start, history))
+        return summary
+
+    def _stopped(self, step):
+        """Saves the step a stop signal ended the loop at (unless its
+        checkpoint exists, or nothing was ever trained) and returns the
+        `TrainingStopped` to raise."""
+        name, number = self._stop.signal_name, self._stop.signal_number
+        latest = tf.train.latest_checkpoint(self.output_dir)
+        if latest and latest.endswith(f"ckpt-{step}"):
+            return TrainingStopped(name, number, step, latest, fresh=False)
+        if step == 0:
+            return TrainingStopped(name, number, step, None)
+        return TrainingStopped(name, number, step, self.save())
+
+    def _chance_verdict(self, start, history):
+        """`{"at_chance": bool}` (with a logged `warning` when True), or {}
+        when the losses cannot tell.
+
+        The reference is the task's chance loss (what a model that ignores
+        its input reaches: the training labels' entropy for a classifier),
+        else, for a run that started at step 0, its first loop's loss. A
+        final loss within `CHANCE_TOLERANCE` of it (or above) has not
+        learned.
+        """
+        if not history:
+            return {}
+        final = history[-1][1]
+        chance = self.task.chance_loss()
+        if chance is not None:
+            reference = (f"chance, {chance:.4g}: the loss of a model that "
+                         "ignores its input")
+        elif start == 0 and len(history) > 1:
+            chance = history[0][1]
+            reference = (f"the first logged loss, {chance:.4g} at step "
+                         f"{history[0][0]}")
+        else:
+            return {}
+        if final < chance - CHANCE_TOLERANCE * abs(chance):
+            return {"at_chance": False}
+        warning = (
+            f"The training loss ended at {final:.4g} (step {history[-1][0]}),"
+            f" within {CHANCE_TOLERANCE:.0%} of {reference}: the model has "
+            f"not learned. Try a lower --learning_rate, a longer warm-up "
+            f"({self.options.warmup_flag}) or another --seed.")
+        logging.warning("%s", warning)
+        return {"at_chance": True, "chance_loss": chance, "warning": warning}
 
     def _train_writer(self):
         """The TensorBoard writer of the training scalars (chief only)."""
@@ -503,14 +580,6 @@ class Trainer(evaluation.Evaluation):
             return tf.summary.create_noop_writer()
         return tf.summary.create_file_writer(
             os.path.join(self.output_dir, "train"))
-
-    def _catch_sigterm(self):
-        """Saves on SIGTERM from now on; returns the handler to put back
-        (None off the main thread, where there is no preemption)."""
-        try:
-            return signal.signal(signal.SIGTERM, self._on_sigterm)
-        except ValueError:
-            return None
 
     def _out_of_time(self, run_start, step):
         """Whether `max_train_seconds` of this run have passed (logged)."""

@@ -31,6 +31,19 @@ class TrainingTask:
         """Called on a fresh start (no checkpoint to resume): load initial
         weights if the job has them."""
 
+    def input_files(self):
+        """`{flag: [files]}`: the files the run's result is made from (its
+        records, data files, vocabulary), whose content the run record
+        fingerprints so that a resumed run refuses inputs that changed
+        under the same names (`output_folder.claim_run`)."""
+        return {}
+
+    def chance_loss(self):
+        """The training loss of a model that ignores its input (the best
+        constant prediction), if the task knows it: a run that ends there
+        has not learned, and the `Trainer` says so. None: unknown."""
+        return None
+
     def config_files(self):
         """`{file name: JSON-able dict}` written beside the checkpoints and
         checked when a run resumes."""
