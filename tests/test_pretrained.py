@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_tf.convert import pretrained
 from albert_tf.convert import weight_set
 from albert_tf.convert.pretrained import convert_checkpoint
 from albert_tf.convert.pretrained import detect_format
@@ -144,3 +145,55 @@ def test_report_lists_every_tensor(tmp_path, saved):
     assert f"Mapped tensors: {len(model.weights)}" in text
     assert "bert/encoder/transformer/group_1/inner_group_1/LayerNorm_1/gamma" in text
     assert len(report.mapped) == len(model.weights)
+
+
+def _records(folder, do_lower_case, vocabulary=None):
+    """Records as the data builders leave them: shards, their statistics
+    file (`do_lower_case` in its settings) and, as the main job writes
+    it, `vocab.json` naming their vocabulary."""
+    import json
+
+    os.makedirs(folder)
+    shards = [os.path.join(folder, f"train.tfrecord-0000{i}-of-00002")
+              for i in range(2)]
+    for shard in shards:
+        with open(shard, "wb") as f:
+            f.write(b"records")
+    with open(os.path.join(folder, "stats.train.tfrecord.json"), "w") as f:
+        json.dump({"output_files": shards,
+                   "settings": {"do_lower_case": do_lower_case}}, f)
+    if vocabulary:
+        with open(os.path.join(folder, "vocab.json"), "w") as f:
+            json.dump({"model_file": vocabulary}, f)
+    return os.path.join(folder, "train.tfrecord-*")
+
+
+def _run_record(run, settings):
+    import json
+
+    os.makedirs(os.path.join(run, "best"))
+    with open(os.path.join(run, "albert_run.json"), "w") as f:
+        json.dump({"program": "run_pretraining", "settings": settings}, f)
+
+
+def test_a_runs_records_say_its_vocabulary_and_casing(tmp_path,
+                                                      albert_spm_model):
+    run = str(tmp_path / "run")
+    records = _records(str(tmp_path / "data"), False, albert_spm_model)
+    _run_record(run, {"--input_file": records})
+    for path in (run, os.path.join(run, "best")):
+        found, where = pretrained.run_vocabulary(path)
+        assert found == albert_spm_model
+        assert "vocab.json" in where and "albert_run.json" in where
+        assert pretrained.run_casing(path) == (
+            False, "the records' statistics "
+            + str(tmp_path / "data" / "stats.train.tfrecord.json"))
+    # Statistics of other records, in the same folder, are not read.
+    _records(str(tmp_path / "other"), True)
+    (tmp_path / "other" / "elsewhere-00000").write_bytes(b"records")
+    _run_record(str(tmp_path / "run2"), {
+        "--input_file": str(tmp_path / "other" / "elsewhere-*")})
+    assert pretrained.run_casing(str(tmp_path / "run2")) == (None, None)
+    assert pretrained.run_vocabulary(str(tmp_path / "run2"))[0] is None
+    # A folder that is no training run's.
+    assert pretrained.run_vocabulary(str(tmp_path / "data")) == (None, None)

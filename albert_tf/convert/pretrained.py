@@ -457,7 +457,10 @@ def run_vocabulary(path):
     init = settings.get("--init_checkpoint")
     if isinstance(init, str) and os.path.exists(
             checkpoint.model_folder(init)):
-        found = spm_model_path(init)
+        try:
+            found = spm_model_path(init)
+        except (OSError, ValueError):  # no longer a model folder
+            found = None
         if found:
             return found, f"{record_path}: --init_checkpoint={init}"
     for folder in sorted({os.path.dirname(f) for f in
