@@ -26,3 +26,15 @@ def test_the_encoder_starts_from_the_checkpoint_it_names(tmp_path, caplog):
 def test_without_checkpoint_or_config_names_both():
     with pytest.raises(ValueError, match="Received: neither"):
         finetune.encoder_from_checkpoint(None)
+
+
+def test_chance_losses_are_what_a_model_blind_to_its_input_reaches():
+    # Balanced classes: ln k; skewed ones: their entropy, lower.
+    assert finetune.label_chance_loss([0, 1] * 8) == pytest.approx(np.log(2))
+    assert finetune.label_chance_loss([0, 1, 2, 3] * 3) == pytest.approx(
+        np.log(4))
+    assert finetune.label_chance_loss([0] * 9 + [1]) == pytest.approx(
+        -(0.9 * np.log(0.9) + 0.1 * np.log(0.1)))
+    # A regression's best constant is the mean: its squared error, the
+    # variance.
+    assert finetune.regression_chance_loss([0.0, 5.0, 5.0, 0.0]) == 6.25

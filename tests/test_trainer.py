@@ -8,12 +8,14 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import types
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from albert_tf.training import pretraining
+from albert_tf.training.trainer import Trainer
 from albert_tf.training.trainer import TrainingDivergedError
 from tests import test_pretraining as t
 
@@ -243,3 +245,36 @@ def test_a_full_disk_while_saving_is_one_line_and_keeps_the_checkpoints(
         assert _all_finite(os.path.join(out, "ckpt-2"))
     finally:
         subprocess.run(["umount", str(mount)], capture_output=True)
+
+
+def _verdict(chance, start, history):
+    """`Trainer._chance_verdict` of a task whose chance loss is `chance`."""
+    trainer = types.SimpleNamespace(
+        task=types.SimpleNamespace(chance_loss=lambda: chance),
+        options=types.SimpleNamespace(warmup_flag="--warmup_step"))
+    return Trainer._chance_verdict(trainer, start, history)
+
+
+def test_a_final_loss_at_chance_is_a_warning_in_the_summary(caplog):
+    verdict = _verdict(0.6931, 0, [(100, 0.7012), (200, 0.6925)])
+    assert verdict["at_chance"] is True and verdict["chance_loss"] == 0.6931
+    assert verdict["warning"] == (
+        "The training loss ended at 0.6925 (step 200), within 2% of chance, "
+        "0.6931: the loss of a model that ignores its input: the model has "
+        "not learned. Try a lower --learning_rate, a longer warm-up "
+        "(--warmup_step) or another --seed.")
+    assert verdict["warning"] in caplog.text
+    # Below chance by more than the tolerance: it learned.
+    assert _verdict(0.6931, 0, [(100, 0.69), (200, 0.60)]) == {
+        "at_chance": False}
+
+
+def test_without_a_chance_loss_the_first_loss_of_a_fresh_run_is_the_reference():
+    stuck = _verdict(None, 0, [(10, 10.31), (20, 10.30), (30, 10.29)])
+    assert stuck["at_chance"] is True
+    assert "the first logged loss, 10.31 at step 10" in stuck["warning"]
+    assert _verdict(None, 0, [(10, 10.31), (20, 7.2)]) == {"at_chance": False}
+    # A resumed run, one loop, or no loop at all: nothing to compare.
+    assert _verdict(None, 10, [(20, 10.3), (30, 10.3)]) == {}
+    assert _verdict(None, 0, [(10, 10.3)]) == {}
+    assert _verdict(0.6931, 0, []) == {}

@@ -472,17 +472,37 @@ class Trainer(evaluation.Evaluation):
             TrainingStopped: SIGTERM or SIGINT stopped the run after its
                 current step; that step's checkpoint is written first.
         """
-        with self.holding_output():
+        # Signals are caught from the start: one while the checkpoint is
+        # restored or the data and the loop are made stops the run there.
+        with self.holding_output(), self._stop.catching():
             return self._train()
 
     def _train(self):
         options = self.options
         start = self.restore()
+        if self._stop.requested:
+            raise self._stopped(start)
         if start >= options.num_steps:
             logging.info("Step %d reached the %d train steps: nothing to "
                          "train.", start, options.num_steps)
             return {"step": start, "timed_out": False, "history": []}
         self._log_memory_estimate()
+        step, metrics, history, timed_out = self._train_loops_until_done(
+            start)
+        summary = {"step": step, "timed_out": timed_out, "history": history,
+                   **metrics}
+        summary.update(self._chance_verdict(start, history))
+        return summary
+
+    def _train_loops_until_done(self, start):
+        """Runs the compiled loops from step `start` to the end, a stop
+        signal or `max_train_seconds`, saving (and evaluating) each
+        checkpoint; returns `(step, last metrics, history, timed_out)`.
+
+        Raises:
+            TrainingStopped: a stop signal came (its step saved first).
+        """
+        options = self.options
         iterator = self._train_iterator(start)
         self._jit = xla_autotune.resolve(options, self.strategy, self.is_chief)
         writer = self._train_writer()
@@ -496,38 +516,34 @@ class Trainer(evaluation.Evaluation):
             initial=start, enabled=self._interactive)
         step, metrics, history, run_start = start, {}, [], time.time()
         timed_out = False
-        with self._stop.catching():
-            try:
-                while step < options.num_steps and not self._stop.requested:
-                    timed_out = self._out_of_time(run_start, step)
-                    if timed_out:
-                        break
-                    stats, done, seconds = self._run_train_loop(
-                        self._jit, iterator, self._loop_steps(step))
-                    step += done
-                    if done:
-                        metrics = self._loop_metrics(stats, done, seconds)
-                        history.append((step, metrics["loss"]))
-                        self._log_progress(step, done, metrics, run_start)
-                        results_lib.write_scalars(writer, step, metrics)
-                    if self._stop.requested:
-                        break
-                    if (step % options.save_checkpoints_steps == 0
-                            or step >= options.num_steps):
-                        self._save_and_evaluate()
+        try:
+            while step < options.num_steps and not self._stop.requested:
+                timed_out = self._out_of_time(run_start, step)
+                if timed_out:
+                    break
+                stats, done, seconds = self._run_train_loop(
+                    self._jit, iterator, self._loop_steps(step))
+                step += done
+                if done:
+                    metrics = self._loop_metrics(stats, done, seconds)
+                    history.append((step, metrics["loss"]))
+                    self._log_progress(step, done, metrics, run_start)
+                    results_lib.write_scalars(writer, step, metrics)
                 if self._stop.requested:
-                    # Saved while the signals are still caught: a second
-                    # one does not cut the save short.
-                    raise self._stopped(step)
-                if (timed_out and step > start
-                        and step % options.save_checkpoints_steps):
+                    break
+                if (step % options.save_checkpoints_steps == 0
+                        or step >= options.num_steps):
                     self._save_and_evaluate()
-            finally:
-                self._bar.close()
-        summary = {"step": step, "timed_out": timed_out, "history": history,
-                   **metrics}
-        summary.update(self._chance_verdict(start, history))
-        return summary
+            if self._stop.requested:
+                # Saved while the signals are still caught: a second one
+                # does not cut the save short.
+                raise self._stopped(step)
+            if (timed_out and step > start
+                    and step % options.save_checkpoints_steps):
+                self._save_and_evaluate()
+        finally:
+            self._bar.close()
+        return step, metrics, history, timed_out
 
     def _stopped(self, step):
         """Saves the step a stop signal ended the loop at (unless its
