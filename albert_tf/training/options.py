@@ -81,9 +81,14 @@ class TrainingStopped(KeyboardInterrupt):
         fresh: whether `checkpoint` was written by this stop.
 
     Example:
-        >>> stop = TrainingStopped("SIGTERM", 15, 40, "runs/x/ckpt-40", True)
-        >>> stop.exit_status
-        143
+
+    ```python
+    try:
+        trainer.train()
+    except TrainingStopped as stop:
+        print(stop)  # stopped by SIGTERM at step 40 (saved runs/x/ckpt-40); ...
+        raise SystemExit(stop.exit_status)  # 143
+    ```
     """
 
     def __init__(self, signal_name, signal_number, step, checkpoint,
@@ -151,8 +156,9 @@ class TrainingOptions:
                        "order.", minimum=0, maximum=2**32 - 1)
     jit_compile: Optional[bool] = option(
         None, "Compile the steps with XLA: true, false, or auto (the "
-        "default): the first steps are timed both ways and the faster is "
-        "kept and remembered in output_dir (always XLA on TPUs).")
+        "default): XLA on TPUs and GPUs, not on a CPU-only machine; the "
+        "choice is recorded in output_dir/jit_compile.json and a resumed "
+        "run keeps it.")
     max_train_seconds: float = option(
         0.0, "Stop (saving a checkpoint) once this many seconds of training "
         "have passed in this run; 0: no limit. Rerun to continue.",

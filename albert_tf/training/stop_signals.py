@@ -30,11 +30,14 @@ class StopSignals:
     host, read by the compiled loop of every replica.
 
     Example:
-        >>> stop = StopSignals()
-        >>> with stop.catching():
-        ...     pass  # the compiled loop reads `stop.flag` before each step
-        >>> stop.requested
-        False
+
+    ```python
+    stop = StopSignals()
+    with stop.catching():
+        ...  # a compiled loop reading `stop.flag` before each step
+    if stop.requested:
+        print(stop.signal_name)  # "SIGTERM"
+    ```
     """
 
     def __init__(self):
