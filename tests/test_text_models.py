@@ -144,6 +144,9 @@ for name, (path, inputs) in json.loads(sys.argv[1]).items():
     out = out if isinstance(out, dict) else {"out": out}
     print(name, json.dumps({k: np.asarray(v).tolist()
                             for k, v in sorted(out.items())}))
+    optimizer = getattr(model, "optimizer", None)
+    print("optimizer", name, type(optimizer).__name__,
+          int(optimizer.iterations) if optimizer is not None else -1)
 """
 
 
@@ -183,8 +186,11 @@ def _saveable_models(names, spm_model):
 def _check_loads_in_a_fresh_process(models, tmp_path):
     """Saves each model as `.keras`, loads it in a new interpreter after
     `import albert_tf` and `import keras` only, and compares outputs."""
-    saved, expected = {}, {}
+    saved, expected, optimizers = {}, {}, {}
     for name, (model, inputs) in models.items():
+        optimizer = getattr(model, "optimizer", None)
+        optimizers[name] = [type(optimizer).__name__, int(
+            optimizer.iterations) if optimizer is not None else -1]
         if isinstance(inputs, dict):
             expected[name] = _outputs(model(inputs))
             inputs = {k: v.tolist() for k, v in inputs.items()}
@@ -200,6 +206,9 @@ def _check_loads_in_a_fresh_process(models, tmp_path):
     loaded = dict(line.split(" ", 1) for line in done.stdout.splitlines()
                   if line.split(" ", 1)[0] in models)
     assert sorted(loaded) == sorted(models)
+    assert {line.split()[1]: [line.split()[2], int(line.split()[3])]
+            for line in done.stdout.splitlines()
+            if line.startswith("optimizer ")} == optimizers
     for name, outputs in expected.items():
         got = json.loads(loaded[name])
         assert sorted(got) == sorted(outputs), name
@@ -211,6 +220,22 @@ def _check_loads_in_a_fresh_process(models, tmp_path):
 def test_text_models_load_in_a_fresh_process(albert_spm_model, tmp_path):
     _check_loads_in_a_fresh_process(
         _saveable_models(["text", "mlm"], albert_spm_model), tmp_path)
+
+
+@pytest.mark.slow
+def test_trained_text_models_load_with_their_optimizer(albert_spm_model,
+                                                       tmp_path):
+    """Compiled and trained one step: the optimizer and its state load too
+    (a loaded model said it was compiled and had no optimizer)."""
+    models = _saveable_models(["text", "mlm"], albert_spm_model)
+    texts = ["the quick fox", "hello world"]
+    for name, (model, _) in models.items():
+        model.compile(num_train_steps=10)
+        if name == "text":
+            model.fit(texts, np.array([0, 1]), epochs=1, verbose=0)
+        else:
+            model.fit(texts * 4, batch_size=8, epochs=1, verbose=0)
+    _check_loads_in_a_fresh_process(models, tmp_path)
 
 
 @pytest.mark.slow

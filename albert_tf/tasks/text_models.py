@@ -332,6 +332,16 @@ class TextModel(keras.Model):
             config["encoder_or_path"])
         return cls(**config)
 
+    def compile_from_config(self, config):
+        """Compiles a loaded model as it was saved (optimizer, loss,
+        metrics). Keras skips a model whose `compile` is its own, and the
+        loaded model then said it was compiled with no optimizer; the
+        optimizer's variables are built here for the file's state to load
+        into."""
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built and getattr(self, "optimizer", None) is not None:
+            self.optimizer.build(self.trainable_weights)
+
 
 @keras.saving.register_keras_serializable(package="albert_tf")
 class AlbertTextClassifier(TextModel):
