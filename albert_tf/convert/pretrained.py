@@ -278,10 +278,12 @@ def convert_checkpoint(input_path, output_dir, source=None, target="albert_tf",
     """
     _check_format("target", target, TARGETS)
     weight_set.check_output_dir(output_dir, overwrite, input_path)
-    if spm_model_file is not None and not tf.io.gfile.exists(spm_model_file):
+    if spm_model_file is not None and (
+            not tf.io.gfile.exists(spm_model_file)
+            or tf.io.gfile.isdir(spm_model_file)):
         raise FileNotFoundError(
-            "--spm_model_file names no file. Received: "
-            f"--spm_model_file={spm_model_file}")
+            "--spm_model_file names no file (a SentencePiece model). "
+            f"Received: --spm_model_file={spm_model_file}")
     with _read_errors_named(input_path, output_dir):
         return _convert(input_path, output_dir, source, target, config_file,
                         overwrite, spm_model_file, do_lower_case)
@@ -365,13 +367,14 @@ def _check_vocabulary(path, found_in, config):
     """
     if not path:
         return
-    with tf.io.gfile.GFile(path, "rb") as f:
-        proto = f.read()
     try:
-        pieces = len(hf_tokenizer.read_model(proto)[0])
-    except (ValueError, IndexError, UnicodeDecodeError):
+        with tf.io.gfile.GFile(path, "rb") as f:
+            pieces = len(hf_tokenizer.read_model(f.read())[0])
+    except (ValueError, IndexError, UnicodeDecodeError, OSError,
+            tf.errors.OpError):
         raise weight_set.ConversionError(
-            f"{path} ({found_in}) is not a SentencePiece model") from None
+            f"{path} ({found_in}) is not a readable SentencePiece "
+            "model") from None
     if pieces > config.vocab_size:
         raise weight_set.ConversionError(
             f"{path} ({found_in}) has {pieces} pieces and the model "

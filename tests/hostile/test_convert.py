@@ -533,3 +533,20 @@ def test_a_real_run_folder_refuses_then_converts(tmp_path,
     assert {"spiece.model", "tokenizer.json", "model.safetensors"} <= set(
         _entries(tmp_path / "hf"))
     snapshot.assert_unchanged()
+
+
+@pytest.mark.parametrize("bad", ["folder", "not_a_model", "empty"])
+def test_a_bad_spm_model_file_is_one_line_naming_it(tmp_path, model_dir,
+                                                    bad):
+    """A folder, a text file or an empty file as `--spm_model_file`."""
+    path = tmp_path / bad
+    if bad == "folder":
+        path.mkdir()
+    else:
+        path.write_bytes(b"" if bad == "empty" else b"not a model\n")
+    snapshot = common.Snapshot(tmp_path)
+    with pytest.raises(ValueError if bad != "folder" else OSError) as error:
+        _convert(model_dir, tmp_path / "hf", spm_model_file=str(path))
+    assert str(path) in str(error.value) and "\n" not in str(error.value)
+    assert _entries(tmp_path) == [bad]
+    snapshot.assert_unchanged()
