@@ -411,9 +411,10 @@ def main(argv):
     (serving base folders, model folders or SavedModel folders); says on
     stderr what it skips and why. A folder it cannot read is one line,
     `serving_compat: error: ...`, and exit status 1."""
-    if not argv:
-        print("usage: python -m export.serving_compat EXPORT_DIR...")
-        return 2
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: python -m export.serving_compat FOLDER...  (serving "
+              "base folders, model folders or SavedModel folders)")
+        return 0 if argv else 2
     models, skipped = {}, {}
     try:
         for path in argv:
