@@ -349,8 +349,9 @@ def find_models(path):
     """
     path = str(path).rstrip("/") or "/"
     if not tf.io.gfile.isdir(path):
-        raise FileNotFoundError("%s is not a folder. Received: %s"
-                                % (path, path))
+        raise FileNotFoundError(
+            "Not a folder: pass a serving base folder, one model's folder "
+            "or one SavedModel folder. Received: %s" % path)
     name = os.path.basename(os.path.abspath(path))
     if _is_saved_model(path):  # One SavedModel (a version folder).
         parent = os.path.basename(os.path.dirname(os.path.abspath(path)))
