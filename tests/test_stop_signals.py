@@ -1,5 +1,6 @@
 """Stop means stop: a signal in the middle of a compiled loop ends it after
-the step it came in, that step is saved, and nothing follows."""
+the step it came in, that step is saved (a second signal does not cut the
+save short), and nothing follows."""
 
 import os
 import signal
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import pretraining
 from albert_tf.training import stop_signals
 from albert_tf.training.options import TrainingStopped
@@ -72,6 +74,15 @@ def test_a_signal_ends_the_loop_after_its_step_saves_it_and_stops(tmp_path):
     opts = _options(data, out)
     handler = signal.getsignal(signal.SIGTERM)
     runner = _trainer(SignalAtBatch, opts, 8)
+    save = runner.save
+
+    def save_with_a_second_signal():
+        # Ctrl-C while the stop's checkpoint is written: no effect.
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.1)
+        return save()
+
+    runner.save = save_with_a_second_signal
     with pytest.raises(TrainingStopped) as stopped:
         runner.train()
     stop = stopped.value
@@ -81,6 +92,7 @@ def test_a_signal_ends_the_loop_after_its_step_saves_it_and_stops(tmp_path):
     assert (stop.signal_name, stop.exit_status) == ("SIGTERM", 143)
     assert stop.checkpoint == os.path.join(out, f"ckpt-{stop.step}")
     assert tf.train.latest_checkpoint(out) == stop.checkpoint
+    checkpoint_lib.check_readable(stop.checkpoint)  # Whole.
     # The step counter and the schedule's step are the steps done.
     assert int(runner.step.numpy()) == stop.step
     assert int(runner.optimizer.iterations.numpy()) == stop.step
@@ -134,7 +146,8 @@ _MIRRORED = textwrap.dedent("""
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-    from albert_tf.training import pretraining
+    from albert_tf.training import checkpoint as checkpoint_lib
+from albert_tf.training import pretraining
     from albert_tf.training.options import TrainingStopped
     from tests import test_pretraining as t
     from tests.test_stop_signals import SignalAtBatch, _options, _trainer

@@ -259,8 +259,8 @@ def test_a_final_loss_at_chance_is_a_warning_in_the_summary(caplog):
     verdict = _verdict(0.6931, 0, [(100, 0.7012), (200, 0.6925)])
     assert verdict["at_chance"] is True and verdict["chance_loss"] == 0.6931
     assert verdict["warning"] == (
-        "The training loss ended at 0.6925 (step 200), within 2% of chance, "
-        "0.6931: the loss of a model that ignores its input: the model has "
+        "The training loss ended at 0.6925 (step 200), not 2% below chance "
+        "(0.6931, the loss of a model that ignores its input): the model has "
         "not learned. Try a lower --learning_rate, a longer warm-up "
         "(--warmup_step) or another --seed.")
     assert verdict["warning"] in caplog.text
@@ -272,9 +272,12 @@ def test_a_final_loss_at_chance_is_a_warning_in_the_summary(caplog):
 def test_without_a_chance_loss_the_first_loss_of_a_fresh_run_is_the_reference():
     stuck = _verdict(None, 0, [(10, 10.31), (20, 10.30), (30, 10.29)])
     assert stuck["at_chance"] is True
-    assert "the first logged loss, 10.31 at step 10" in stuck["warning"]
+    assert "not 2% below the first logged loss (10.31 at step 10)" in (
+        stuck["warning"])
     assert _verdict(None, 0, [(10, 10.31), (20, 7.2)]) == {"at_chance": False}
     # A resumed run, one loop, or no loop at all: nothing to compare.
     assert _verdict(None, 10, [(20, 10.3), (30, 10.3)]) == {}
     assert _verdict(None, 0, [(10, 10.3)]) == {}
     assert _verdict(0.6931, 0, []) == {}
+    # Training labels all alike: nothing to learn, no verdict.
+    assert _verdict(0.0, 0, [(10, 0.01), (20, 0.0)]) == {}

@@ -564,27 +564,29 @@ class Trainer(evaluation.Evaluation):
         The reference is the task's chance loss (what a model that ignores
         its input reaches: the training labels' entropy for a classifier),
         else, for a run that started at step 0, its first loop's loss. A
-        final loss within `CHANCE_TOLERANCE` of it (or above) has not
+        final loss not `CHANCE_TOLERANCE` (relative) below it has not
         learned.
         """
         if not history:
             return {}
         final = history[-1][1]
         chance = self.task.chance_loss()
+        if chance is not None and chance <= 0:
+            return {}  # One label only: there is nothing to learn.
         if chance is not None:
-            reference = (f"chance, {chance:.4g}: the loss of a model that "
-                         "ignores its input")
+            reference = (f"chance ({chance:.4g}, the loss of a model that "
+                         "ignores its input)")
         elif start == 0 and len(history) > 1:
             chance = history[0][1]
-            reference = (f"the first logged loss, {chance:.4g} at step "
-                         f"{history[0][0]}")
+            reference = (f"the first logged loss ({chance:.4g} at step "
+                         f"{history[0][0]})")
         else:
             return {}
         if final < chance - CHANCE_TOLERANCE * abs(chance):
             return {"at_chance": False}
         warning = (
             f"The training loss ended at {final:.4g} (step {history[-1][0]}),"
-            f" within {CHANCE_TOLERANCE:.0%} of {reference}: the model has "
+            f" not {CHANCE_TOLERANCE:.0%} below {reference}: the model has "
             f"not learned. Try a lower --learning_rate, a longer warm-up "
             f"({self.options.warmup_flag}) or another --seed.")
         logging.warning("%s", warning)
