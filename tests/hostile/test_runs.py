@@ -30,7 +30,7 @@ ENDLESS = ("--iterations_per_loop=100000", "--save_checkpoints_steps=100000")
 _STARTED = re.compile(r"Training from step (\d+) to")
 # After the line above, the loop is compiled and steps run: long enough on
 # a loaded machine for some steps to be done when the signal comes.
-_TRAIN_SECONDS = 12
+_TRAIN_SECONDS = 6
 # A stopped run must be gone this soon after its signal (one step and a
 # save), where finishing its loop would take hours.
 _STOP_SECONDS = 60
