@@ -289,11 +289,16 @@ def run_program(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None,
             # behind (a half-done restore's warnings on exit) stays quiet.
             std_logging.getLogger("tensorflow").setLevel(std_logging.CRITICAL)
             sys.exit(f"{program}: error: {e}")
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:
             # Ctrl-C: what was being written is removed on the way out
             # (temporary files, never a result), and the lock goes with the
-            # process; one line, not a traceback.
+            # process; one line, not a traceback. A training run stopped by
+            # a signal says where it stopped and exits as that signal does.
             std_logging.getLogger("tensorflow").setLevel(std_logging.CRITICAL)
+            status = getattr(stop, "exit_status", None)
+            if status is not None:
+                sys.stderr.write(f"{program}: {stop}\n")
+                sys.exit(status)
             sys.stderr.write(f"{program}: interrupted (Ctrl-C); completed "
                              "outputs are whole, run again to finish\n")
             sys.exit(130)

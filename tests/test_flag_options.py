@@ -157,6 +157,7 @@ def test_the_flag_choices_are_the_library_values():
     (["--rat=1"], 1, "prog: error: Unknown command line flag 'rat'"),
     (["--count=x"], 1, "prog: error: flag --count=x: invalid literal"),
     (["--interrupt"], 130, "prog: interrupted (Ctrl-C)"),
+    (["--stop"], 143, "prog: stopped by SIGTERM at step 7"),
 ])
 def test_a_program_ends_with_one_line(tmp_path, argv, code, line):
     """Ranges are checked before the work; a mistyped flag, a bad value and
@@ -171,9 +172,13 @@ def test_a_program_ends_with_one_line(tmp_path, argv, code, line):
         "    rate: float = option(0.5, 'A rate.', above=0)\n"
         "    count: int = option(3, 'A count.')\n"
         "    interrupt: bool = option(False, 'Ctrl-C in the work.')\n"
+        "    stop: bool = option(False, 'SIGTERM in training.')\n"
         "def main(options):\n"
         "    if options.interrupt:\n"
         "        raise KeyboardInterrupt\n"
+        "    if options.stop:\n"
+        "        from albert_tf.training.options import TrainingStopped\n"
+        "        raise TrainingStopped('SIGTERM', 15, 7, 'runs/x/ckpt-7')\n"
         "    print('worked')\n"
         "options_lib.run_program(Options, main, tensorflow=False)\n")
     done = subprocess.run([sys.executable, str(script), *argv],

@@ -30,6 +30,7 @@ from albert_tf.training import results as results_lib
 from albert_tf.training.options import DTYPES
 from albert_tf.training.trainer import Trainer
 from albert_tf.training.trainer_task import TrainingTask
+from data_prep import redaction
 
 
 def encoder_from_checkpoint(init_checkpoint=None, albert_config_file=None,
@@ -98,7 +99,8 @@ def spm_model_file(options):
         raise ValueError(
             "A SentencePiece model is needed: pass --spm_model_file or an "
             f"--init_checkpoint folder holding {checkpoint_lib.SPM_NAME}. "
-            f"Received: --init_checkpoint={options.init_checkpoint}")
+            "Received: --init_checkpoint="
+            f"{redaction.redact(options.init_checkpoint)}")
     return found
 
 

@@ -24,6 +24,7 @@ from absl import logging
 from albert_tf.config import PRESETS
 from albert_tf.config import AlbertConfig
 from data_prep import flag_options as options_lib
+from data_prep import redaction
 from data_prep.flag_options import option
 
 # --dtype -> Keras dtype policy (None: float32 throughout).
@@ -271,10 +272,13 @@ def local_path(path):
 
 def model_reference(path):
     """`local_path` of an existing model path; a released model's name
-    (`albert_base_v2`: no such file here) unchanged."""
+    (`albert_base_v2`: no such file here) unchanged; a URL without its
+    credentials (the run record is a file others may read)."""
     if path and not os.path.exists(path) and not os.path.exists(
             path + ".index") and "/" not in path and os.sep not in path:
         return path
+    if path and "://" in path:
+        return redaction.redact(path)
     return local_path(path)
 
 

@@ -22,6 +22,7 @@ from albert_tf.training import record_checks as records_lib
 from albert_tf.training import results as results_lib
 from albert_tf.training.trainer import Trainer
 from albert_tf.training.trainer_task import TrainingTask
+from data_prep import redaction
 
 MODEL_INPUTS = INPUT_NAMES + ("masked_lm_positions",)
 
@@ -91,8 +92,9 @@ class PretrainingTask(TrainingTask):
         try:
             path = self.load_weights(model, path)
         except (FileNotFoundError, ValueError) as e:
-            raise ValueError(f"--init_checkpoint={path}: {e}") from None
-        logging.info("Initialized the model from %s", path)
+            raise ValueError(redaction.redact(
+                f"--init_checkpoint={path}: {e}")) from None
+        logging.info("Initialized the model from %s", redaction.redact(path))
 
     def config_files(self):
         return {checkpoint_lib.CONFIG_NAME: self.config.to_dict()}
