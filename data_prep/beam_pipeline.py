@@ -29,6 +29,7 @@ import numpy as np
 from absl import logging
 from apache_beam.options import pipeline_options as beam_options
 
+from data_prep import dask_runner
 from data_prep import filesystems
 from data_prep import instances as instances_lib
 from data_prep import mixing
@@ -38,15 +39,20 @@ from data_prep import reader
 from data_prep import safe_io
 from data_prep import shuffle
 from data_prep import statistics as stats_lib
+from data_prep import tfrecord
 from data_prep import vocab
 
 _REMOTE = filesystems.BEAM
-_READ_COUNTERS = "read_counters"
 _COPY_BYTES = 1 << 20
 _SIZE_BYTES = 8  # One uint64 group size in a piece's header.
-_KEYED = "keyed"
 # Buckets of the global shuffle, at most (a GroupByKey's keys).
 _MAX_BUCKETS = 1 << 20
+# Reading tasks aimed at (`reading_slots`): a few per worker of a small
+# cluster; a corpus of more units than this is read once.
+_SPREAD = 32
+# The kinds of the elements that travel together (`_ReadSlot`, ...).
+_CHUNK, _READ, _BUILT = "chunk", "read", "built"
+_BUCKET, _SHARD = "bucket", "shard"
 
 
 def pipeline_options(runner, pipeline_args=()):
@@ -54,7 +60,8 @@ def pipeline_options(runner, pipeline_args=()):
 
     Args:
         runner: a Beam runner name (`DirectRunner`, `PrismRunner`,
-            `DataflowRunner`, `FlinkRunner`, `SparkRunner`, ...) or class path.
+            `DaskRunner`, `DataflowRunner`, `FlinkRunner`, `SparkRunner`,
+            ...) or class path.
         pipeline_args: the command line's other arguments (Beam options).
 
     Returns:
@@ -64,8 +71,9 @@ def pipeline_options(runner, pipeline_args=()):
         ValueError: an argument that is no Beam option (a mistyped flag), an
             unknown runner, or a PrismRunner that cannot get its binary.
     """
-    options = beam_options.PipelineOptions(["--runner=%s" % runner,
-                                            *pipeline_args])
+    dask_runner.register_options(runner)
+    options = beam_options.PipelineOptions(
+        ["--runner=%s" % dask_runner.runner_name(runner), *pipeline_args])
     known = options.get_all_options()
     unknown = sorted(set(options.get_all_options(retain_unknown_options=True))
                      - set(known))
@@ -73,12 +81,14 @@ def pipeline_options(runner, pipeline_args=()):
         raise ValueError(
             "Unknown flags: %s (neither flags of this program nor Beam "
             "pipeline options)" % ", ".join("--" + name for name in unknown))
-    names = beam_options.StandardOptions.KNOWN_RUNNER_NAMES
+    names = beam_options.StandardOptions.KNOWN_RUNNER_NAMES + ["DaskRunner"]
     if "." not in runner and runner.lower() not in {n.lower() for n in names}:
         raise ValueError("Unknown Beam runner %r; known runners: %s. Received: "
                          "--runner=%s" % (runner, ", ".join(names), runner))
     if runner.lower() == "prismrunner":
         _check_prism_reachable(options)
+    if dask_runner.is_dask(runner):
+        dask_runner.set_partitioning(options)
     return options
 
 
@@ -175,42 +185,80 @@ def write_shard(shard, shard_path, temp_dir, chunk_counts, num_shards):
     return written
 
 
-class _ReadUnit(beam.DoFn):
-    """A reading unit -> its chunks, and its read counters (side output)."""
+def reading_slots(units, sizes, chunk_bytes, spread=_SPREAD):
+    """The reading tasks: `(unit, paths, slot, slots)`.
 
-    def __init__(self, chunk_bytes, max_line_bytes):
+    A unit is read sequentially (its chunk boundaries depend on all of its
+    text before them). When there are fewer units than `spread`, each unit
+    is read by `slots` tasks at once (at most its estimated chunk count),
+    task `slot` building the chunks whose index is `slot` modulo `slots`:
+    the building, the costly part, spreads over `spread` tasks even for one
+    large file, at the price of reading the unit `slots` times.
+
+    Args:
+        units: the reading units (lists of paths).
+        sizes: `{path: size in bytes}`.
+        chunk_bytes: the chunk size.
+        spread: the number of tasks aimed at.
+    """
+    per_unit = -(-spread // max(1, len(units)))
+    slots = []
+    for unit, paths in enumerate(units):
+        estimated = -(-sum(sizes[p] for p in paths) // chunk_bytes)
+        count = max(1, min(per_unit, estimated))
+        slots.extend((unit, paths, slot, count) for slot in range(count))
+    return slots
+
+
+class _ReadSlot(beam.DoFn):
+    """A reading task -> `("chunk", chunk)` for its chunks and, from the
+    unit's first task, `("read", counters)`: one output, since runners
+    differ in how they hand a ParDo's tagged outputs to consumers."""
+
+    def __init__(self, chunk_bytes, max_line_bytes, topic):
         self._chunk_bytes = chunk_bytes
         self._max_line_bytes = max_line_bytes
+        self._topic = topic
 
     def process(self, element):
-        unit, paths = element
+        unit, paths, slot, slots = element
+        dask_runner.count(self._topic, "unit_reads")
         counters = reader.ReadCounters()
-        yield from reader.iter_chunks(paths, counters, self._chunk_bytes,
-                                      self._max_line_bytes, unit, _REMOTE)
-        yield beam.pvalue.TaggedOutput(_READ_COUNTERS, counters)
+        for chunk in reader.iter_chunks(paths, counters, self._chunk_bytes,
+                                        self._max_line_bytes, unit, _REMOTE):
+            if chunk.index % slots == slot:
+                yield _CHUNK, chunk
+        if slot == 0:
+            yield _READ, counters
 
 
 class _BuildChunk(beam.DoFn):
-    """A chunk -> its records; emits `(key, record count, counters)`.
+    """`("chunk", chunk)` -> its records; `("read", counters)` passes.
 
-    Global shuffle (`bits` set): the records go, keyed, to the `keyed`
-    output as `(bucket, [(shuffle key, frame), ...])`, one element per
-    bucket the chunk reaches. Chunk order (`bits` None): to the chunk's
-    piece file.
+    Emits `("built", key, record count, counters)` per chunk. Global
+    shuffle (`bits` set): also `("bucket", bucket, [(shuffle key, frame),
+    ...])`, one element per bucket the chunk reaches. Chunk order (`bits`
+    None): the records go to the chunk's piece file.
     """
 
-    def __init__(self, settings, temp_dir, num_shards, bits=None):
+    def __init__(self, settings, temp_dir, num_shards, topic, bits=None):
         self._settings = settings
         self._temp_dir = temp_dir
         self._num_shards = num_shards
+        self._topic = topic
         self._bits = bits
         self._processor = None
 
     def setup(self):
         self._processor = pipeline.ChunkProcessor(self._settings)
 
-    def process(self, chunk):
+    def process(self, element):
+        kind, chunk = element
+        if kind != _CHUNK:
+            yield element
+            return
         frames, counters = self._processor(chunk)
+        dask_runner.count(self._topic, "chunks_built")
         if self._bits is None:
             write_piece(_piece_path(self._temp_dir, chunk.key), frames,
                         self._num_shards)
@@ -223,37 +271,71 @@ class _BuildChunk(beam.DoFn):
                     keys.tolist(), frames):
                 groups.setdefault(bucket, []).append((key, frame))
             for bucket, records in groups.items():
-                yield beam.pvalue.TaggedOutput(_KEYED, (bucket, records))
-        yield chunk.key, len(frames), counters
+                yield _BUCKET, bucket, records
+        yield _BUILT, chunk.key, len(frames), counters
 
 
 class _SortBucket(beam.DoFn):
     """`(bucket, record lists)` -> the bucket's piece, sorted by
     `(key, bytes)` as the local builder sorts; emits `((bucket,), count)`."""
 
-    def __init__(self, temp_dir, num_shards):
+    def __init__(self, temp_dir, num_shards, topic):
         self._temp_dir = temp_dir
         self._num_shards = num_shards
+        self._topic = topic
 
     def process(self, element):
         bucket, lists = element
         records = sorted(record for records in lists for record in records)
         write_piece(_piece_path(self._temp_dir, (bucket,)),
                     [frame for _, frame in records], self._num_shards)
+        dask_runner.count(self._topic, "buckets_sorted")
         yield (bucket,), len(records)
 
 
-class _WriteShard(beam.DoFn):
-    """`(shard, path)` -> the shard, written; emits `(shard, count)`."""
+class _WriteCounts(beam.DoFn):
+    """`(None, piece counts)` -> the counts file; emits `(shard, True)` for
+    every shard, once the pieces are all written."""
 
     def __init__(self, temp_dir, num_shards):
         self._temp_dir = temp_dir
         self._num_shards = num_shards
 
-    def process(self, element, chunk_counts):
-        shard, path = element
-        yield shard, write_shard(shard, path, self._temp_dir, chunk_counts,
-                                 self._num_shards)
+    def process(self, element):
+        _, counts = element
+        tfrecord.write_text_atomically(
+            _counts_path(self._temp_dir),
+            json.dumps(sorted([list(key), count] for key, count in counts)),
+            _REMOTE)
+        for shard in range(self._num_shards):
+            yield shard, True
+
+
+def _counts_path(temp_dir):
+    return temp_dir + "/piece-counts.json"
+
+
+class _WriteShard(beam.DoFn):
+    """`(shard, {"path": [path], "ready": [True]})` -> the shard, written;
+    emits `("shard", shard, count)`. A shard without pieces (no records at
+    all) is left to the commit's error."""
+
+    def __init__(self, temp_dir, num_shards, topic):
+        self._temp_dir = temp_dir
+        self._num_shards = num_shards
+        self._topic = topic
+
+    def process(self, element):
+        shard, joined = element
+        if not joined["ready"]:
+            return
+        counts = json.loads(reader.read_bytes(_counts_path(self._temp_dir),
+                                              _REMOTE))
+        written = write_shard(shard, joined["path"][0], self._temp_dir,
+                              [(tuple(key), n) for key, n in counts],
+                              self._num_shards)
+        dask_runner.count(self._topic, "shards_written")
+        yield _SHARD, shard, written
 
 
 class SumFn(beam.CombineFn):
@@ -288,10 +370,12 @@ class SumFn(beam.CombineFn):
 
 
 class _Commit(beam.DoFn):
-    """Renames the shards, writes the statistics, removes what is replaced."""
+    """`(None, results)` (the totals, the read counters, each shard's
+    count) -> the shards renamed into place, the statistics written, what
+    is replaced removed; emits the instance count."""
 
     def __init__(self, plan, output_file, temp_dir, instance_options,
-                 settings, start_time, vocab_size):
+                 settings, start_time, vocab_size, topic):
         self._plan = plan
         self._vocab_size = vocab_size
         self._output_file = output_file
@@ -299,11 +383,22 @@ class _Commit(beam.DoFn):
         self._options = instance_options
         self._settings = settings
         self._start_time = start_time
+        self._topic = topic
 
-    def process(self, unused_element, shard_counts, totals, read_counters):
+    def process(self, element):
         plan = self._plan
+        results = {"totals": stats_lib.Totals(self._options.ngram),
+                   _READ: reader.ReadCounters()}
+        shard_counts = []
+        for result in element[1]:
+            if result[0] == _SHARD:
+                shard_counts.append(result[1:])
+            else:
+                results[result[0]] = result[1]
+        totals, read_counters = results["totals"], results[_READ]
         records_per_shard = [count for _, count in sorted(shard_counts)]
-        if not sum(records_per_shard):
+        if len(records_per_shard) != len(plan.shard_paths) or not sum(
+                records_per_shard):
             raise pipeline.no_instances_error(
                 read_counters, totals.counts["one_sentence_documents"])
         stats = stats_lib.statistics(totals, read_counters, self._options)
@@ -318,61 +413,87 @@ class _Commit(beam.DoFn):
                               json.dumps(stats, indent=2) + "\n", plan.earlier,
                               self._output_file, _REMOTE)
         filesystems.remove_tree(self._temp_dir, _REMOTE)
+        dask_runner.count(self._topic, "commits")
         yield stats["instances"]
 
 
 _TEMP_INFIX = ".beam-temp-"
 
 
+def _of_kind(kind, *fields):
+    """A FlatMap function keeping the elements `(kind, ...)`, as their
+    `fields` (indices; one field: the bare value)."""
+    def select(element):
+        if element[0] != kind:
+            return []
+        values = tuple(element[i] for i in fields)
+        return [values[0] if len(values) == 1 else values]
+    return select
+
+
 def build_pipeline(root, plan, settings, output_file, chunk_bytes,
                    max_line_bytes, temp_dir, run_settings, start_time,
-                   bits=None, vocab_size=None):
+                   bits=None, vocab_size=None, topic="data_prep"):
     """Adds the builder's transforms to the pipeline `root` (see the module
     docstring); `bits`: the global shuffle's bucket bits, None for the chunk
-    order."""
+    order; `topic`: the run's counter topic (`dask_runner.count`).
+
+    Every step has main inputs only, and one output: runners differ in how
+    they compute side inputs (the DaskRunner recomputes their whole graph)
+    and hand tagged outputs to consumers (it hands all of them to each).
+    """
     num_shards = len(plan.shard_paths)
     options = settings.options
-    read = (root
-            | "Units" >> beam.Create(list(enumerate(plan.units)))
-            | "SpreadUnits" >> beam.Reshuffle()
-            | "ReadUnit" >> beam.ParDo(
-                _ReadUnit(chunk_bytes, max_line_bytes)).with_outputs(
-                    _READ_COUNTERS, main="chunks"))
-    built = (read.chunks
+    sizes = dict(zip(plan.inputs, reader.file_sizes(plan.inputs, _REMOTE)))
+    built = (root
+             | "Slots" >> beam.Create(reading_slots(plan.units, sizes,
+                                                    chunk_bytes))
+             | "SpreadSlots" >> beam.Reshuffle()
+             | "ReadSlot" >> beam.ParDo(
+                 _ReadSlot(chunk_bytes, max_line_bytes, topic))
              | "SpreadChunks" >> beam.Reshuffle()
              | "BuildChunk" >> beam.ParDo(
-                 _BuildChunk(settings, temp_dir, num_shards, bits)).with_outputs(
-                     _KEYED, main="chunks"))
+                 _BuildChunk(settings, temp_dir, num_shards, topic, bits)))
     if bits is None:
-        piece_counts = built.chunks | "ChunkCounts" >> beam.MapTuple(
-            lambda key, count, unused_counters: (key, count))
+        piece_counts = built | "ChunkCounts" >> beam.FlatMap(
+            _of_kind(_BUILT, 1, 2))
     else:
-        piece_counts = (built[_KEYED]
+        piece_counts = (built
+                        | "BucketRecords" >> beam.FlatMap(
+                            _of_kind(_BUCKET, 1, 2))
                         | "Buckets" >> beam.GroupByKey()
                         | "SortBucket" >> beam.ParDo(
-                            _SortBucket(temp_dir, num_shards)))
-    totals = (built.chunks
-              | "ChunkCounters" >> beam.MapTuple(
-                  lambda unused_key, unused_count, counters: counters)
+                            _SortBucket(temp_dir, num_shards, topic)))
+    ready = (piece_counts
+             | "KeyPieces" >> beam.Map(lambda count: (None, count))
+             | "AllPieces" >> beam.GroupByKey()
+             | "WriteCounts" >> beam.ParDo(_WriteCounts(temp_dir, num_shards)))
+    # A join with one element per shard: each shard's task may run on any
+    # worker (the shards' paths are spread as a Create's elements are).
+    shards = root | "Shards" >> beam.Create(
+        [(shard, path) for shard, path in enumerate(plan.shard_paths)])
+    shard_counts = ({"path": shards, "ready": ready}
+                    | "JoinShards" >> beam.CoGroupByKey()
+                    | "WriteShard" >> beam.ParDo(
+                        _WriteShard(temp_dir, num_shards, topic)))
+    totals = (built
+              | "ChunkCounters" >> beam.FlatMap(_of_kind(_BUILT, 3))
               | "Totals" >> beam.CombineGlobally(SumFn(
-                  functools.partial(stats_lib.Totals, options.ngram), "add")))
-    read_counters = (read[_READ_COUNTERS]
+                  functools.partial(stats_lib.Totals, options.ngram),
+                  "add")).without_defaults()
+              | "TagTotals" >> beam.Map(lambda total: ("totals", total)))
+    read_counters = (built
+                     | "ReadCounters" >> beam.FlatMap(_of_kind(_READ, 1))
                      | "ReadTotals" >> beam.CombineGlobally(
-                         SumFn(reader.ReadCounters)))
-    shard_counts = (
-        root
-        | "Shards" >> beam.Create(list(enumerate(plan.shard_paths)))
-        | "SpreadShards" >> beam.Reshuffle()
-        | "WriteShard" >> beam.ParDo(_WriteShard(temp_dir, num_shards),
-                                     beam.pvalue.AsList(piece_counts)))
-    return (root
-            | "Start" >> beam.Create([None])
+                         SumFn(reader.ReadCounters)).without_defaults()
+                     | "TagRead" >> beam.Map(lambda total: (_READ, total)))
+    return ((totals, read_counters, shard_counts)
+            | "Results" >> beam.Flatten()
+            | "KeyResults" >> beam.Map(lambda result: (None, result))
+            | "AllResults" >> beam.GroupByKey()
             | "Commit" >> beam.ParDo(
                 _Commit(plan, output_file, temp_dir, options, run_settings,
-                        start_time, vocab_size),
-                shard_counts=beam.pvalue.AsList(shard_counts),
-                totals=beam.pvalue.AsSingleton(totals),
-                read_counters=beam.pvalue.AsSingleton(read_counters)))
+                        start_time, vocab_size, topic)))
 
 
 def _clean_up(plan, temp_dir):
@@ -389,9 +510,14 @@ def _clean_up(plan, temp_dir):
             logging.warning("Could not remove %s: %s", path, e)
 
 
-def as_one_line(error):
+def as_one_line(error, runner=""):
     """The error a runner raised, as the local builder says it: the
-    runner may wrap a transform's error and add where it ran."""
+    runner may wrap a transform's error and add where it ran; a cluster
+    that failed (its scheduler gone, a task's workers killed too often) is
+    an `OSError` naming it."""
+    cluster_error = dask_runner.cluster_error(error, runner)
+    if cluster_error:
+        return cluster_error
     message = str(error).split(" [while running")[0]
     if isinstance(error, reader.InputError) or "No instances could be" in message:
         return reader.InputError(message)
@@ -410,7 +536,8 @@ def create_pretraining_data(
         num_output_shards=1, chunk_bytes=1 << 20,
         max_line_bytes=reader.DEFAULT_MAX_LINE_BYTES, dynamic_masking=False,
         global_shuffle=True,
-        shuffle_memory_bytes=pipeline.DEFAULT_SHUFFLE_MEMORY_BYTES):
+        shuffle_memory_bytes=pipeline.DEFAULT_SHUFFLE_MEMORY_BYTES,
+        counters_out=None):
     """Builds the local builder's TFRecords and statistics on a Beam runner.
 
     The arguments not listed are those of
@@ -421,6 +548,8 @@ def create_pretraining_data(
         runner: the Beam runner (see `pipeline_options`).
         pipeline_args: other Beam pipeline options, as command-line strings
             (`["--project=p", "--temp_location=gs://b/tmp"]`).
+        counters_out: a dict that receives the run's `data_prep` counters
+            (`dask_runner.count`: steps run, such as `chunks_built`).
 
     Returns:
         The statistics dict (also written beside the shards).
@@ -434,6 +563,11 @@ def create_pretraining_data(
     start_time = time.time()
     pipeline.check_shuffle_memory(shuffle_memory_bytes)
     beam_pipeline_options = pipeline_options(runner, pipeline_args)
+    # The launcher alone reads the SentencePiece model.
+    spm_model_file = dask_runner.absolute_paths(spm_model_file)
+    input_file, output_file = worker_paths(
+        runner, beam_pipeline_options, input_file=input_file,
+        output_file=output_file)
     output_file = output_lib.resolve_output_file(output_file)
     pipeline.check_arguments(output_file, options, dupe_factor,
                              num_output_shards, chunk_bytes, dynamic_masking)
@@ -444,14 +578,30 @@ def create_pretraining_data(
             beam_pipeline_options, options, dupe_factor, random_seed,
             do_lower_case, num_output_shards, chunk_bytes, max_line_bytes,
             dynamic_masking, global_shuffle, shuffle_memory_bytes, start_time,
-            prepared, locked.lock)
+            prepared, locked.lock, counters_out)
+
+
+def worker_paths(runner, options, **paths):
+    """The path flags' values as the workers must see them: local paths
+    made absolute (workers may start in other folders), in the order given.
+
+    Raises:
+        ValueError: a local path that the runner's workers cannot reach
+            (`dask_runner.worker_paths_problem`), naming its flag.
+    """
+    flags = [("--" + name, value) for name, value in paths.items()]
+    problem = dask_runner.worker_paths_problem(runner, options, flags)
+    if problem:
+        raise ValueError(problem)
+    return [dask_runner.absolute_paths(value) for value in paths.values()]
 
 
 def _create_locked(input_file, output_file, spm_model_file, runner,
                    beam_pipeline_options, options, dupe_factor, random_seed,
                    do_lower_case, num_output_shards, chunk_bytes,
                    max_line_bytes, dynamic_masking, global_shuffle,
-                   shuffle_memory_bytes, start_time, prepared, lock):
+                   shuffle_memory_bytes, start_time, prepared, lock,
+                   counters_out):
     """`create_pretraining_data`'s work, with the output's lock held (its
     record lists the run's temporary folder)."""
     plan = pipeline.plan_run(input_file, output_file, spm_model_file, options,
@@ -475,16 +625,22 @@ def _create_locked(input_file, output_file, spm_model_file, runner,
                  len(plan.inputs), len(plan.units), len(plan.shard_paths),
                  plan.shard_paths[0],
                  ", ..." if len(plan.shard_paths) > 1 else "", temp_dir)
+    topic = "data_prep-%s" % uuid.uuid4().hex
     try:
-        with beam.Pipeline(options=beam_pipeline_options) as root:
-            build_pipeline(root, plan, settings, output_file, chunk_bytes,
-                           max_line_bytes, temp_dir, run_settings, start_time,
-                           bits, vocab_size)
+        root = beam.Pipeline(options=beam_pipeline_options)
+        build_pipeline(root, plan, settings, output_file, chunk_bytes,
+                       max_line_bytes, temp_dir, run_settings, start_time,
+                       bits, vocab_size, topic)
+        counters = dask_runner.run(root, topic)
     except BaseException as e:
         _clean_up(plan, temp_dir)
         lock.forget(temp_dir)
-        raise as_one_line(e) from None
+        raise as_one_line(e, runner) from None
     lock.forget(temp_dir)  # Removed by the commit.
+    logging.info("Beam counters: %s.", ", ".join(
+        "%s=%d" % item for item in sorted(counters.items())) or "none")
+    if counters_out is not None:
+        counters_out.update(counters)
     lock.remove_previous_leftovers()
     stats = json.loads(reader.read_bytes(plan.stats_path, _REMOTE))
     stats_lib.log_summary(stats, reader.ReadCounters(**stats["read"]),

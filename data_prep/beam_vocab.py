@@ -21,18 +21,20 @@ import apache_beam as beam
 from apache_beam.options import pipeline_options as beam_options
 
 from data_prep import beam_pipeline
+from data_prep import dask_runner
 from data_prep import filesystems
 from data_prep import reader
 from data_prep import tfrecord
 from data_prep import vocab
 
 _REMOTE = filesystems.BEAM
-_READ_COUNTERS = "read_counters"
+_SENTENCE, _READ, _SAMPLE = "sentence", "read", "sample"
 
 
 class _KeyedSentences(beam.DoFn):
-    """`(file index, path)` -> `(key, place, sentence)` for its sentences;
-    the file's read counters go to a side output."""
+    """`(file index, path)` -> `("sentence", (key, place, sentence))` for
+    its sentences, then `("read", counters)`: one output, since runners
+    differ in how they hand a ParDo's tagged outputs to consumers."""
 
     def __init__(self, seed, do_lower_case):
         self._seed = seed
@@ -43,15 +45,24 @@ class _KeyedSentences(beam.DoFn):
         counters = reader.ReadCounters()
         for place, sentence in vocab.numbered_sentences(
                 path, index, counters, self._do_lower_case, _REMOTE):
-            yield vocab.sentence_key(self._seed, place), place, sentence
-        yield beam.pvalue.TaggedOutput(_READ_COUNTERS, counters)
+            yield _SENTENCE, (vocab.sentence_key(self._seed, place), place,
+                              sentence)
+        yield _READ, counters
 
 
-def _write_sample(keyed, counters, work_dir):
-    """Writes the sample (one sentence a line, corpus order) and the read
-    counts; both through a temporary name, so a retry rewrites them."""
-    ordered = sorted(keyed, key=lambda entry: entry[1])
+def _of_kind(kind):
+    """A FlatMap function keeping the values of the elements `(kind, v)`."""
+    return lambda element: [element[1]] if element[0] == kind else []
+
+
+def _write_sample(element, work_dir):
+    """`(None, [("sample", sentences), ("read", counters)])` -> the sample
+    (one sentence a line, corpus order) and the read counts; both through a
+    temporary name, so a retry rewrites them."""
+    parts = dict(element[1])
+    ordered = sorted(parts.get(_SAMPLE, []), key=lambda entry: entry[1])
     text = "".join(sentence + "\n" for _, _, sentence in ordered)
+    counters = parts.get(_READ, reader.ReadCounters())
     tfrecord.write_text_atomically(work_dir + "/sample.txt", text, _REMOTE)
     tfrecord.write_text_atomically(work_dir + "/read.json",
                                    json.dumps(counters.as_dict()), _REMOTE)
@@ -81,24 +92,33 @@ def sample_sentences(paths, sample_size, seed, do_lower_case, options,
         `(sentences, read counters)`: the sample in corpus order, and a
         `reader.ReadCounters` of the whole corpus.
     """
-    with beam.Pipeline(options=options) as root:
-        read = (root
-                | "Files" >> beam.Create(list(enumerate(paths)))
-                | "SpreadFiles" >> beam.Reshuffle()
-                | "KeyedSentences" >> beam.ParDo(
-                    _KeyedSentences(seed, do_lower_case)).with_outputs(
-                        _READ_COUNTERS, main="sentences"))
-        if sample_size > 0:
-            sample = read.sentences | "Smallest" >> beam.combiners.Top.Smallest(
-                sample_size)
-        else:
-            sample = read.sentences | "All" >> beam.combiners.ToList()
-        counters = (read[_READ_COUNTERS]
-                    | "ReadTotals" >> beam.CombineGlobally(
-                        beam_pipeline.SumFn(reader.ReadCounters)))
-        _ = (sample
-             | "WriteSample" >> beam.Map(
-                 _write_sample, beam.pvalue.AsSingleton(counters), work_dir))
+    # Main inputs only: a side input is computed again by some runners
+    # (the DaskRunner recomputes its whole graph for each task).
+    root = beam.Pipeline(options=options)
+    read = (root
+            | "Files" >> beam.Create(list(enumerate(paths)))
+            | "SpreadFiles" >> beam.Reshuffle()
+            | "KeyedSentences" >> beam.ParDo(
+                _KeyedSentences(seed, do_lower_case)))
+    sentences = read | "Sentences" >> beam.FlatMap(_of_kind(_SENTENCE))
+    if sample_size > 0:
+        sample = sentences | "Smallest" >> beam.combiners.Top.Smallest(
+            sample_size, has_defaults=False)
+    else:
+        sample = sentences | "All" >> beam.CombineGlobally(
+            beam.combiners.ToListCombineFn()).without_defaults()
+    counters = (read
+                | "ReadCounters" >> beam.FlatMap(_of_kind(_READ))
+                | "ReadTotals" >> beam.CombineGlobally(
+                    beam_pipeline.SumFn(reader.ReadCounters)).without_defaults()
+                | "TagRead" >> beam.Map(lambda total: (_READ, total)))
+    _ = ((sample | "TagSample" >> beam.Map(lambda top: (_SAMPLE, top)),
+          counters)
+         | "Parts" >> beam.Flatten()
+         | "KeyParts" >> beam.Map(lambda part: (None, part))
+         | "Together" >> beam.GroupByKey()
+         | "WriteSample" >> beam.Map(_write_sample, work_dir))
+    dask_runner.run(root, "data_prep-vocab-%s" % uuid.uuid4().hex)
     text = reader.read_bytes(work_dir + "/sample.txt", _REMOTE).decode("utf-8")
     counts = json.loads(reader.read_bytes(work_dir + "/read.json", _REMOTE))
     # Preprocessed sentences hold no newline; split on nothing else.
@@ -127,6 +147,8 @@ def train_vocab(input_patterns, model_prefix, runner, pipeline_args=(),
         ValueError: bad Beam arguments.
     """
     options = beam_pipeline.pipeline_options(runner, pipeline_args)
+    input_patterns, model_prefix = beam_pipeline.worker_paths(
+        runner, options, input_file=input_patterns, model_prefix=model_prefix)
     vocab.check_outputs(model_prefix)
     paths = reader.text_files(
         reader.expand_input_patterns(input_patterns, _REMOTE), _REMOTE)
@@ -138,7 +160,7 @@ def train_vocab(input_patterns, model_prefix, runner, pipeline_args=(),
                 paths, input_sentence_size, seed, do_lower_case, options,
                 work_dir)
         except Exception as e:  # The runner wraps the transform's error.
-            raise beam_pipeline.as_one_line(e) from None
+            raise beam_pipeline.as_one_line(e, runner) from None
         finally:
             filesystems.remove_tree(work_dir, _REMOTE)
         return vocab.train_from_sentences(
