@@ -3,11 +3,10 @@
 Builds the quickstart's corpus, vocabulary and records once (in `--work_dir`,
 a temporary folder by default), then pretrains the quickstart's model on them
 with the quickstart's options for `--steps` steps, three ways: auto (the
-default: the first steps timed both ways, the faster kept), XLA and no XLA.
+default: a device rule, recorded with the run), XLA and no XLA.
 Each run starts from scratch in its own folder, without evaluation; the runs
 are taken in turn, `--repeats` rounds. Reported per way: the median whole-run
-rate (compilation and, for auto, the timed trial included: what a user
-waits for) and the median rate of the last loop (the settled speed), and
+rate (compilation included: what a user waits for) and the median rate of the last loop (the settled speed), and
 what auto chose.
 
     python -m benchmarks.quickstart_rate [--steps=600 --repeats=1]
