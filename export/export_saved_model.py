@@ -7,6 +7,7 @@ r"""Exports a trained ALBERT as SavedModels in TF Serving layout.
         [--tf_serving_version=2.19]
         [--serving_shape=dynamic|fixed]
         [--format=saved_model|litert] [--litert_quantization=int8]
+        [--litert_inputs=text|ids]
 
 writes, all with the same version number (the next free one by default; an
 existing version is never overwritten):
@@ -45,10 +46,19 @@ The SavedModels need tensorflow and tensorflow-text only (import
 
 With `--format=litert`, `<export_dir>/<model_name>_litert/<version>/
 encoder.tflite` too: text in, the tokenizer inside, for LiteRT on phones
-(`export.litert`, docs/on_device.md). A quantized `.tflite` that does not
-agree with the float32 model on sample texts is written in a wider
-precision instead; the log and `assets.extra/litert.json` beside it say
-which and why.
+(`export.litert`, docs/on_device.md). With `--litert_inputs=ids`, that
+folder holds `model.tflite` instead: token ids in, LiteRT builtin ops only
+(checked by loading it with the builtin op resolver alone), the file TF
+Serving's `--prefer_tflite_model` reads (not tried on a model server).
+A quantized `.tflite` that does not agree with the float32 model on
+sample texts is written in a wider precision instead; the log and
+`assets.extra/litert.json` beside it say which and why.
+
+At its end the program prints the exact `tensorflow_model_server` and
+`docker run` commands that serve the three SavedModels, flags included:
+`--xla_cpu_compilation_enabled=true` when the text-in model is int8, and
+`--model_config_file` naming `<model_name>/<version>/assets.extra/
+models.config`, written with the version (`export.serving_command`).
 
 Each SavedModel gets `<version>/assets.extra/ops.json`: its op types and the
 TF Serving releases that link them all (`export.serving_compat`); the log
@@ -127,9 +137,16 @@ def export(options):
         kwargs = dataclasses.asdict(options)
         del kwargs["format"]
         kwargs["litert_quantization"] = litert_quantization
+        if litert_quantization is None:
+            del kwargs["litert_inputs"]
+        # Printed below, after the paths, rather than logged.
+        kwargs["announce"] = False
         paths = pretrained_export.export_from_checkpoint(**kwargs)
     for name, path in paths.items():
         print("%s: %s" % (name, path))
+    print()
+    print(pretrained_export.serving_block(options.export_dir,
+                                          options.model_name, paths))
     return paths
 
 

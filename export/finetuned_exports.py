@@ -38,6 +38,7 @@ import tempfile
 
 import tensorflow as tf
 import tensorflow_text as tf_text
+from absl import logging
 
 from albert_tf.layers import preprocessing
 from albert_tf.models import serving_copy
@@ -45,6 +46,7 @@ from data_prep import safe_io
 from export import layout
 from export import litert
 from export import pretrained_export
+from export import serving_command
 from export import serving_compat
 from export import serving_dtype_auto
 from export import signatures
@@ -70,7 +72,8 @@ def _save(root, signatures, export_dir, model_name, version, spm_model_file,
           record, write_litert=None):
     """Writes the SavedModel (and, with `write_litert`, a function of a
     folder, the `.tflite` into `<model_name>_litert`) in one staging
-    folder, then moves both into place; returns the SavedModel's version
+    folder, then moves both into place; logs the commands that serve it
+    (`export.serving_command`) and returns the SavedModel's version
     folder."""
     root.spm_model = tf.saved_model.Asset(spm_model_file)
     names = [model_name] + ([model_name + litert.LITERT_SUFFIX]
@@ -82,13 +85,16 @@ def _save(root, signatures, export_dir, model_name, version, spm_model_file,
         serving_compat.check_export({model_name: staged.path(model_name)})
         if write_litert:
             write_litert(staged.path(names[1]))
-        return staged.commit()[model_name]
+        final = staged.commit()[model_name]
     except BaseException as error:
         staged.abort()
         converted = safe_io.write_failure(error, staged.staging_dir)
         if converted is not error:
             raise converted from None
         raise
+    logging.info("%s", serving_command.block_for_export(
+        export_dir, {model_name: final}))
+    return final
 
 
 def export_classifier(model, spm_model_file, export_dir, labels=None,

@@ -14,7 +14,19 @@ and `export_classifier` writes a fine-tuned classifier:
                         -> probabilities float32 [B, C], label_id int32 [B],
                            label string [B]
 
-The tokenizer is inside: `export.on_device_tokenizer` (tensorflow-text's
+With `--litert_inputs=ids` (`export_checked_ids_encoder`), the folder
+holds instead
+
+    model.tflite        signature serving_default: input_word_ids,
+                        input_mask, input_type_ids int32 [B, T]
+                        -> pooled_output float32 [B, H],
+                           sequence_output float32 [B, T, H]
+
+with LiteRT builtin ops only (checked by loading it with the builtin op
+resolver alone), under the file name TF Serving's `--prefer_tflite_model`
+reads; the caller packs the ids (the `_preprocessor` SavedModel does).
+
+The text models' tokenizer is inside: `export.on_device_tokenizer` (tensorflow-text's
 `FastSentencepieceTokenizer`, a LiteRT custom op, with ALBERT's
 preprocessing compiled into its normalizer), then trimming and packing as
 the SavedModels do, each batch padded to its longest row (at most
@@ -60,6 +72,10 @@ from export import serving_dtype_auto
 QUANTIZATIONS = LITERT_QUANTIZATIONS
 ENCODER_FILE = "encoder.tflite"
 CLASSIFIER_FILE = "classifier.tflite"
+# Ids in, builtin ops only; the file name TF Serving's
+# `--prefer_tflite_model` reads in a version folder.
+IDS_ENCODER_FILE = "model.tflite"
+LITERT_INPUTS = ("text", "ids")
 LITERT_SUFFIX = "_litert"
 RECORD_FILE = os.path.join("assets.extra", "litert.json")
 # What a quantized encoder must keep on the sample: every text nearest its
@@ -86,6 +102,7 @@ SAMPLE_TEXTS = (
     "ok",
 )
 _STRINGS = tf.TensorSpec([None], tf.string)
+_IDS = tf.TensorSpec([None, None], tf.int32)
 
 
 def check_quantization(quantization):
@@ -207,9 +224,11 @@ def _encoder_call(encoder, inputs):
     return encoder(inputs, training=False)
 
 
-def _convert(function, quantization):
+def _convert(function, quantization, custom_ops=True):
     """Converts a `tf.function` to `.tflite` bytes (signature
-    `serving_default`, its inputs and outputs named as the function's)."""
+    `serving_default`, its inputs and outputs named as the function's);
+    without `custom_ops` the converter refuses anything but LiteRT's
+    builtin ops."""
     concrete = function.get_concrete_function()
     # Weights become constants (the converter keeps Keras' variables as
     # resource variables, left uninitialized and not quantized).
@@ -226,7 +245,7 @@ def _convert(function, quantization):
     converter = tf.lite.TFLiteConverter.from_concrete_functions(
         [named.get_concrete_function()], root)
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
-    converter.allow_custom_ops = True
+    converter.allow_custom_ops = custom_ops
     if quantization != "float32":
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
     if quantization == "float16":
@@ -259,6 +278,62 @@ def encoder_model(encoder, spm_model_proto, max_seq_length=128,
                                          tf.float32)[:size]}
 
     return _convert(serving_default, quantization)
+
+
+def ids_encoder_model(encoder, quantization="int8"):
+    """The encoder on token ids as `.tflite` bytes, LiteRT builtin ops only
+    (no tokenizer: the caller packs the ids, as for the TF-Hub-style
+    encoder SavedModel).
+
+    Signature `serving_default`: `input_word_ids`, `input_mask`,
+    `input_type_ids` int32 `[B, T]` -> `pooled_output` float32 `[B, H]`,
+    `sequence_output` float32 `[B, T, H]`. With no custom op, an
+    interpreter with only the builtin op resolver loads it
+    (`builtin_op_names`), as TF Serving's `--prefer_tflite_model` does.
+
+    Args:
+        encoder: an `AlbertEncoder` with its weights.
+        quantization: one of `QUANTIZATIONS`.
+
+    Returns:
+        The model (`bytes`).
+    """
+    check_quantization(quantization)
+
+    @tf.function(autograph=False, input_signature=[_IDS] * 3)
+    def serving_default(input_word_ids, input_mask, input_type_ids):
+        outputs = _encoder_call(encoder, {
+            "input_word_ids": input_word_ids, "input_mask": input_mask,
+            "input_type_ids": input_type_ids})
+        return {"pooled_output": tf.cast(outputs["pooled_output"],
+                                         tf.float32),
+                "sequence_output": tf.cast(outputs["sequence_output"],
+                                           tf.float32)}
+
+    return _convert(serving_default, quantization, custom_ops=False)
+
+
+def builtin_op_names(model_bytes):
+    """The op names of a `.tflite` model, loaded and run once by LiteRT's
+    interpreter with the builtin op resolver alone (no custom op, no
+    default delegate).
+
+    Returns:
+        A sorted list of op names.
+
+    Raises:
+        RuntimeError / ValueError: the model needs an op that is not a
+            builtin (LiteRT names it).
+    """
+    # pylint: disable=import-outside-toplevel
+    from ai_edge_litert import interpreter as interpreter_lib
+
+    interpreter = interpreter_lib.Interpreter(
+        model_content=model_bytes,
+        experimental_op_resolver_type=(
+            interpreter_lib.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES))
+    interpreter.allocate_tensors()
+    return sorted({op["op_name"] for op in interpreter._get_ops_details()})
 
 
 def classifier_model(model, spm_model_proto, labels, max_seq_length=128,
@@ -503,6 +578,44 @@ def export_checked_encoder(encoder, spm_model_proto, folder,
                                 do_lower_case, q),
         lambda model_bytes: agreement(
             reference, run_encoder(model_bytes, SAMPLE_TEXTS)), _failure)
+
+
+def export_checked_ids_encoder(encoder, spm_model_proto, folder,
+                               max_seq_length=128, do_lower_case=True,
+                               quantization="int8"):
+    """Writes `folder/IDS_ENCODER_FILE` (`ids_encoder_model`: ids in,
+    builtin ops only) in the narrowest precision, from `quantization` up,
+    that agrees with the float32 encoder on the ids of `SAMPLE_TEXTS` (as
+    `export_checked_encoder`), and `folder/RECORD_FILE`, which also lists
+    the model's ops as LiteRT's builtin op resolver loaded them
+    (`builtin_op_names`).
+
+    Returns:
+        `(path, record)`: the `.tflite` path and the record written.
+    """
+    check_quantization(quantization)
+    inputs = _TextInputs(spm_model_proto, max_seq_length, do_lower_case)
+    packed = inputs.encode(tf.constant(list(SAMPLE_TEXTS)))
+    reference = np.asarray(tf.cast(_encoder_call(encoder, packed)[
+        "pooled_output"], tf.float32))
+    feed = {name: np.asarray(value) for name, value in packed.items()}
+
+    def measure(model_bytes):
+        ops = builtin_op_names(model_bytes)
+        # pylint: disable=import-outside-toplevel
+        from ai_edge_litert import interpreter as interpreter_lib
+
+        run = interpreter_lib.Interpreter(
+            model_content=model_bytes).get_signature_runner(
+                "serving_default")
+        measures = agreement(reference, np.asarray(
+            run(**feed)["pooled_output"], np.float32))
+        measures["builtin_ops"] = ops
+        return measures
+
+    return _export_checked(
+        folder, IDS_ENCODER_FILE, quantization,
+        lambda q: ids_encoder_model(encoder, q), measure, _failure)
 
 
 def _label_failure(measures):

@@ -12,6 +12,8 @@ from albert_tf.tasks.options import litert_quantization_option
 from albert_tf.tasks.options import serving_dtype_option
 from data_prep.flag_options import option
 
+# `export.litert.LITERT_INPUTS` (that module imports TensorFlow).
+LITERT_INPUTS = ("text", "ids")
 # `albert_tf.layers.preprocessing.SERVING_SHAPES` (tests check they agree;
 # that module imports TensorFlow).
 SERVING_SHAPES = ("dynamic", "fixed")
@@ -67,6 +69,12 @@ class ExportOptions:
         "`<model_name>_litert/<version>/encoder.tflite`, text in, for phones "
         "(see docs/on_device.md).", choices=EXPORT_FORMATS)
     litert_quantization: str = litert_quantization_option()
+    litert_inputs: str = option(
+        "text", "With --format=litert: `text`, `encoder.tflite` with the "
+        "tokenizer inside (a LiteRT custom op), for phones; `ids`, "
+        "`model.tflite` on token ids with LiteRT builtin ops only (the file "
+        "TF Serving's --prefer_tflite_model reads; unverified there).",
+        choices=LITERT_INPUTS)
 
 
 def check_model_name(name, flag="--model_name"):

@@ -21,6 +21,7 @@ from data_prep import safe_io
 from data_prep import vocab
 from export import layout
 from export import litert
+from export import serving_command
 from export import serving_compat
 from export import serving_dtype_auto
 from export import signatures
@@ -70,7 +71,8 @@ def export_pretrainer(pretrainer, spm_model_proto, export_dir,
                       model_name="albert", version=None, max_seq_length=128,
                       do_lower_case=True, top_k=5, save_keras=True,
                       tf_serving_version=None, serving_shape="dynamic",
-                      serving_dtype="float32", litert_quantization=None):
+                      serving_dtype="float32", litert_quantization=None,
+                      litert_inputs="text", announce=True):
     """Exports an `AlbertPretrainer` (see `export.export_saved_model`).
 
     Every folder of the version (and, with `litert_quantization`, the
@@ -103,6 +105,12 @@ def export_pretrainer(pretrainer, spm_model_proto, export_dir,
             to write `<model_name>_litert/<version>/encoder.tflite` too
             (`export.litert.export_checked_encoder`: a quantization that
             does not agree with float32 falls back to a wider one).
+        litert_inputs: "text" (`encoder.tflite`, the tokenizer inside) or
+            "ids" (`model.tflite`, builtin ops only:
+            `export.litert.export_checked_ids_encoder`).
+        announce: log, at the end, the model server and `docker run`
+            commands that serve the export (`export.serving_command`;
+            the config file they name is written either way).
 
     Returns:
         A dict with keys `serving`, `encoder`, `preprocessor` (the version
@@ -124,6 +132,10 @@ def export_pretrainer(pretrainer, spm_model_proto, export_dir,
     serving_dtype_auto.check_choice(serving_dtype)
     if litert_quantization is not None:
         litert.check_quantization(litert_quantization)
+    if litert_inputs not in litert.LITERT_INPUTS:
+        raise ValueError("litert_inputs must be one of %s. Received: "
+                         "litert_inputs=%r" % (", ".join(litert.LITERT_INPUTS),
+                                               litert_inputs))
     names = model_names(model_name, litert_quantization is not None)
     staged = layout.StagedExport(export_dir, names.values(), version)
     try:
@@ -132,15 +144,20 @@ def export_pretrainer(pretrainer, spm_model_proto, export_dir,
         _write_models(staged, names, pretrainer, served, record,
                       spm_model_proto, max_seq_length, do_lower_case, top_k,
                       save_keras, serving_shape)
+        saved_models = [names[key] for key in
+                        ("serving", "encoder", "preprocessor")]
         serving_compat.check_export(
-            {names[key]: staged.path(names[key])
-             for key in ("serving", "encoder", "preprocessor")},
+            {name: staged.path(name) for name in saved_models},
             tf_serving_version)
+        serving_command.write_config(staged.path(names["serving"]),
+                                     export_dir, saved_models)
         if litert_quantization is not None:
-            litert.export_checked_encoder(
-                pretrainer.encoder, spm_model_proto,
-                staged.path(names["litert"]), max_seq_length, do_lower_case,
-                litert_quantization)
+            write_litert = (litert.export_checked_ids_encoder
+                            if litert_inputs == "ids"
+                            else litert.export_checked_encoder)
+            write_litert(pretrainer.encoder, spm_model_proto,
+                         staged.path(names["litert"]), max_seq_length,
+                         do_lower_case, litert_quantization)
         final = staged.commit()
     except BaseException as error:
         staged.abort()
@@ -152,11 +169,28 @@ def export_pretrainer(pretrainer, spm_model_proto, export_dir,
     if save_keras:
         paths["keras"] = os.path.join(paths["encoder"], KERAS_FILE_NAME)
     if "litert" in paths:
-        paths["litert_encoder"] = os.path.join(paths.pop("litert"),
-                                               litert.ENCODER_FILE)
+        paths["litert_encoder"] = os.path.join(
+            paths.pop("litert"), litert.IDS_ENCODER_FILE
+            if litert_inputs == "ids" else litert.ENCODER_FILE)
     logging.info("Exported version %d of %s", staged.version,
                  ", ".join(names.values()))
+    if announce:
+        logging.info("%s", serving_block(export_dir, model_name, paths))
     return paths
+
+
+def serving_block(export_dir, model_name, paths):
+    """The model server commands for the SavedModels of an export
+    (`export.serving_command.block_for_export`), from the `paths` that
+    `export_pretrainer` returned."""
+    names = model_names(model_name)
+    block = serving_command.block_for_export(export_dir, {
+        names[key]: paths[key] for key in ("serving", "encoder",
+                                           "preprocessor")})
+    if str(paths.get("litert_encoder", "")).endswith(litert.IDS_ENCODER_FILE):
+        block = "\n".join([block, *serving_command.tflite_lines(
+            export_dir, model_name + LITERT_SUFFIX)])
+    return block
 
 
 def _check_arguments(config, spm_model_proto, max_seq_length, top_k,

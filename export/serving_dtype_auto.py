@@ -242,6 +242,14 @@ def choose(make_run, inputs, candidates=SERVING_DTYPES, repeats=REPEATS):
             "candidates": results}
 
 
+def compared_with_float32(relative_latency):
+    """A latency over float32's, in words: "1.72x faster than float32"
+    below 1, "1.25x the latency of float32" above ("1.00x ..." at 1)."""
+    if relative_latency < 1:
+        return "%.2fx faster than float32" % (1 / relative_latency)
+    return "%.2fx the latency of float32" % relative_latency
+
+
 def describe(record):
     """One line for the log: the choice and each candidate's numbers."""
     if record.get("how") != "auto":
@@ -257,8 +265,9 @@ def describe(record):
                             for key, value in result["latency_ms"].items())
         verdict = ("; ".join(result["failures"]) if result["failures"]
                    else "agrees")
-        parts.append("%s: %s, %.2fx float32 (%s)" % (
-            dtype, latency, result["relative_latency"], verdict))
+        speed = ("the reference" if dtype == "float32" else
+                 compared_with_float32(result["relative_latency"]))
+        parts.append("%s: %s, %s (%s)" % (dtype, latency, speed, verdict))
     return "serving_dtype=auto chose %s. %s" % (record["serving_dtype"],
                                                 " | ".join(parts))
 

@@ -2,13 +2,14 @@
 plugin that tests/conftest.py loads).
 
 - `exported_albert`: tests/test_pretrained_export.py, test_graph_ops.py,
-  test_keras_layer.py, test_rest_examples.py, test_serving_compat.py and
-  tests/hostile/test_export.py.
+  test_keras_layer.py, test_rest_examples.py, test_serving_compat.py,
+  test_serving_command.py and tests/hostile/test_export.py.
 - `loaded_serving_model`: tests/test_pretrained_export.py and
   test_rest_examples.py.
-- `reduced_precision_exports`: tests/test_pretrained_export.py and
-  test_serving_compat.py.
-- `exported_tasks`: tests/test_finetuned_exports.py and test_serving_compat.py.
+- `reduced_precision_exports`: tests/test_pretrained_export.py,
+  test_serving_compat.py and test_serving_command.py.
+- `exported_tasks`: tests/test_finetuned_exports.py, test_serving_compat.py
+  and test_serving_command.py.
 
 These modules run on one xdist worker (the "exports" group of
 `XDIST_GROUPS` in tests/speed_plugin.py), so each export is made once.

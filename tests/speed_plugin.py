@@ -21,7 +21,8 @@ XDIST_GROUPS = {
     # reduced_precision_exports, exported_tasks.
     "exports": ("test_pretrained_export.py", "test_graph_ops.py", "test_keras_layer.py",
                 "test_rest_examples.py", "test_serving_compat.py",
-                "test_finetuned_exports.py", "test_export.py"),
+                "test_finetuned_exports.py", "test_export.py",
+                "test_serving_command.py"),
     # tests/journeys/common.py's pretraining run.
     "journeys": ("test_pretrain_journey.py", "test_finetune_journey.py",
                  "test_convert_journey.py"),

@@ -2,6 +2,8 @@
 SavedModels of the same weights, run in LiteRT's interpreter with
 tensorflow-text's ops, and answer bad input."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -278,3 +280,79 @@ def test_an_existing_model_file_is_never_replaced(tmp_path):
     with pytest.raises(FileExistsError, match="left as it is"):
         litert.export_encoder(encoder, b"", str(tmp_path))
     assert existing.read_bytes() == b"a model of another run"
+
+
+def test_litert_inputs_are_the_flag_choices():
+    from export import litert
+
+    field = options.ExportOptions.__dataclass_fields__["litert_inputs"]
+    assert field.default == "text"
+    assert field.metadata["choices"] == litert.LITERT_INPUTS
+
+
+def test_ids_in_export_has_builtin_ops_only_and_agrees(tmp_path):
+    """`--format=litert --litert_inputs=ids`: `model.tflite` beside the
+    SavedModels, no custom op in its flatbuffer, loaded and run by the
+    builtin op resolver alone, agreeing with the float32 encoder."""
+    import tensorflow as tf
+    from ai_edge_litert import interpreter as interpreter_lib
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    from albert_tf import AlbertConfig
+    from albert_tf import AlbertPretrainer
+    from data_prep import vocab
+    from export import litert
+    from export import pretrained_export
+
+    texts = [f"Line {i}: {i * 3 % 7} boats sailed to the island."
+             for i in range(200)]
+    proto = vocab.model_from_texts(texts, 200)
+    pretrainer = AlbertPretrainer(AlbertConfig.from_preset(
+        "tiny", vocab_size=200, num_hidden_layers=2,
+        max_position_embeddings=64))
+    paths = pretrained_export.export_pretrainer(
+        pretrainer, proto, str(tmp_path), max_seq_length=16,
+        save_keras=False, litert_quantization="int8", litert_inputs="ids")
+    path = paths["litert_encoder"]
+    assert path == str(tmp_path / "albert_litert" / "1" / "model.tflite")
+    block = pretrained_export.serving_block(str(tmp_path), "albert", paths)
+    assert ("--model_name=albert_litert --model_base_path=%s "
+            "--prefer_tflite_model=true" % (tmp_path / "albert_litert")
+            in block), block
+    with open(path, "rb") as f:
+        model_bytes = f.read()
+    model = flatbuffer_utils.read_model_from_bytearray(bytearray(model_bytes))
+    assert not [code.customCode for code in model.operatorCodes
+                if code.customCode]
+    assert "FULLY_CONNECTED" in litert.builtin_op_names(model_bytes)
+    record = litert.read_record(os.path.dirname(path))
+    assert record["file"] == "model.tflite"
+    assert record["agreement"][record["quantization"]]["builtin_ops"]
+    runner = interpreter_lib.Interpreter(
+        model_content=model_bytes,
+        experimental_op_resolver_type=(
+            interpreter_lib.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES),
+    ).get_signature_runner("serving_default")
+    ids = np.array([[2, 10, 11, 12, 3, 0, 0, 0]], np.int32)
+    mask = (ids > 0).astype(np.int32)
+    got = runner(input_word_ids=ids, input_mask=mask,
+                 input_type_ids=np.zeros_like(ids))
+    want = pretrainer.encoder({"input_word_ids": ids, "input_mask": mask,
+                               "input_type_ids": np.zeros_like(ids)},
+                              training=False)
+    assert got["sequence_output"].shape == (1, 8, 32)
+    pooled = np.asarray(tf.cast(want["pooled_output"], tf.float32))
+    cosine = np.sum(got["pooled_output"] * pooled) / (
+        np.linalg.norm(got["pooled_output"]) * np.linalg.norm(pooled))
+    assert cosine > 0.99, cosine
+
+
+@pytest.mark.slow
+def test_the_text_model_needs_its_custom_op(models):
+    """The builtin op resolver (TF Serving's) refuses the text-in model,
+    naming the tokenizer: why the ids-in model exists."""
+    from export import litert
+
+    with pytest.raises((RuntimeError, ValueError),
+                       match="FastSentencepieceTokenize"):
+        litert.builtin_op_names(models["encoder"]["int8"])

@@ -1,6 +1,7 @@
 """An export's serving precision and `serving_dtype="auto"`
 (`export.serving_dtype_auto`)."""
 
+import re
 import time
 
 import numpy as np
@@ -104,6 +105,18 @@ def test_auto_keeps_the_fastest_candidate_that_agrees():
     text = serving_dtype_auto.describe(record)
     assert text.startswith("serving_dtype=auto chose float32.")
     assert "int8: batch 1" in text and "pooled_cosine" in text
+    # Ratios in words, never a bare "0.58x float32".
+    assert re.search(r"bfloat16: [^|]*, \d+\.\d\dx the latency of float32",
+                     text), text
+    assert "float32: batch 1" in text and "the reference" in text
+    assert not re.search(r"\dx float32", text), text
+
+
+def test_latency_ratios_read_as_speed_or_latency():
+    assert serving_dtype_auto.compared_with_float32(0.58) == (
+        "1.72x faster than float32")
+    assert serving_dtype_auto.compared_with_float32(1.25) == (
+        "1.25x the latency of float32")
 
 
 def test_auto_on_a_pretrainer_measures_every_precision(spm_model, tmp_path):
