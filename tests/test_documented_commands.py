@@ -85,6 +85,68 @@ def test_every_command_not_run_here_says_why_and_what_runs_instead():
         assert len(why) > 40, key
 
 
+PYTHON_BLOCKS = documented.all_code_blocks()
+
+
+def _python_keys():
+    return list(documented.PYTHON_BLOCKS) + list(documented.PYTHON_NOT_RUN_HERE)
+
+
+def test_the_readme_opens_with_a_python_block_on_raw_text():
+    blocks = [b for path, b in PYTHON_BLOCKS if path == "README.md"]
+    assert "AlbertTextPreprocessor(" in blocks[0]
+    assert ".fit(" in blocks[0] and ".predict(" in blocks[0]
+
+
+@pytest.mark.parametrize("path,block", PYTHON_BLOCKS,
+                         ids=[p for p, _ in PYTHON_BLOCKS])
+def test_every_documented_python_block_is_run_by_a_test(path, block):
+    keys = [key for key in _python_keys() if key in block]
+    assert keys, (
+        f"{path}: no test runs the Python block starting "
+        f"{block.splitlines()[0]!r}. Run it in a test (read it with "
+        "documented.code_block(key)) and add the key to "
+        "tests/journeys/documented.py's PYTHON_BLOCKS.")
+    assert len(keys) == 1, (path, keys)
+
+
+@pytest.mark.parametrize("key", _python_keys())
+def test_each_python_key_picks_out_one_block(key):
+    assert documented.code_block(key)
+
+
+def _code_block_keys_read_by(path):
+    """The string keys `path` passes to `documented.code_block(...)` (a
+    literal or a module-level name bound to one)."""
+    tree = ast.parse(open(os.path.join(REPO, path), encoding="utf-8").read())
+    names = {node.targets[0].id: node.value.value for node in tree.body
+             if isinstance(node, ast.Assign) and len(node.targets) == 1
+             and isinstance(node.targets[0], ast.Name)
+             and isinstance(node.value, ast.Constant)}
+    found = set()
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "code_block" and node.args):
+            first = node.args[0]
+            if isinstance(first, ast.Constant):
+                found.add(first.value)
+            elif isinstance(first, ast.Name) and first.id in names:
+                found.add(names[first.id])
+    return found
+
+
+@pytest.mark.parametrize("key", list(documented.PYTHON_BLOCKS))
+def test_each_python_block_runner_reads_its_block(key):
+    runner = documented.PYTHON_BLOCKS[key]
+    assert key in _code_block_keys_read_by(runner), (
+        f"{runner} does not run documented.code_block({key!r})")
+
+
+def test_every_python_block_not_run_here_says_why_and_what_runs_instead():
+    for key, why in documented.PYTHON_NOT_RUN_HERE.items():
+        assert len(why) > 40 and "test" in why, key
+
+
 _SAMPLE = """
 Text.
 

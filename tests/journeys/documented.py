@@ -7,8 +7,8 @@ joined, comment lines left out). The journeys do not keep copies of these
 commands: they read them here, with `command(key, ...)`, and run them with
 the changes a test needs (tiny sizes, the workspace's paths), so what the
 documentation says is what runs. `code_block(key)` is the same for a
-Python block: a test runs it as written (the README's Keras example, in
-`tests/test_keras_layer.py`).
+Python block: a test runs it as written, with only its placeholder paths
+filled in.
 
 `JOURNEYS` names, for every documented command, the journey module that
 runs it; `ELSEWHERE` the few that another runner covers (CI's install,
@@ -16,8 +16,12 @@ the Bazel targets, the long studies' quick mode), and `NOT_RUN_HERE` the
 ones that need what no test machine has (Docker, a Dataflow or Flink
 cluster). A key is a piece of the command's text that picks out exactly one
 command (the same command in several files counts once).
+`PYTHON_BLOCKS` names, for every documented Python block, the test module
+that runs it (`code_block(key)`), and `PYTHON_NOT_RUN_HERE` the few that
+need what no test machine has, with what runs in their place.
 `tests/test_documented_commands.py` checks all of this without running
-anything, so a new command block that nothing runs fails the default tests.
+anything, so a new command or Python block that nothing runs fails the
+default tests.
 """
 
 import dataclasses
@@ -101,6 +105,43 @@ NOT_RUN_HERE = {
                             "block's DirectRunner command",
 }
 
+
+_PYTHON = "tests/journeys/test_python_blocks.py"
+
+# Python blocks: key -> the test module that runs the block it picks out,
+# with `code_block(key)`.
+PYTHON_BLOCKS = {
+    # README.md: Keras on raw text
+    'AlbertTextPreprocessor("runs/keras/spm.model"': _PYTHON,
+    # README.md: Load as a Keras layer
+    'load_pretrained("albert_base_v2").encoder': "tests/test_model_cache.py",
+    'keras_layer.load_exported_encoder("/models/albert_encoder/1")':
+        "tests/test_keras_layer.py",
+    # docs/model.md
+    'AlbertConfig.from_preset("albert_base_v2")': _PYTHON,
+    # docs/serving.md
+    'tf.saved_model.load("$EXPORT_DIR/albert/1")': _PYTHON,
+    # docs/on_device.md
+    "InterpreterWithCustomOps(": "tests/journeys/test_litert_journey.py",
+}
+
+# Python block key -> why no test runs it, and what runs instead.
+PYTHON_NOT_RUN_HERE = {
+    'distribute.get_strategy("tpu", tpu="local")':
+        "needs a TPU and a gs:// bucket; "
+        "tests/journeys/test_pretrain_journey.py runs the same library entry "
+        "through the README's command on the CPU",
+    'model = AlbertTextClassifier("albert_base_v2"':
+        "fine-tunes the 12M-parameter release (a download); "
+        "tests/test_text_models.py runs the same calls on a tiny encoder "
+        "and tests/test_finetuned_exports.py the export",
+    'AlbertMaskedLM("albert_base/")':
+        "fine-tunes a released model from its folder; "
+        "tests/test_masked_lm.py runs the same calls on a tiny model",
+    "keras_hub.models.AlbertBackbone.from_preset":
+        "downloads a keras-hub preset from Kaggle; tests/test_encoder.py "
+        "converts a keras-hub backbone built in the test",
+}
 
 @dataclasses.dataclass(frozen=True)
 class Command:
@@ -191,6 +232,15 @@ def code_block(key, language="python", root=REPO):
         raise LookupError(f"{key!r} picks out {len(found)} documented "
                           f"{language} blocks, not one")
     return found.pop()
+
+
+def all_code_blocks(root=REPO, language="python"):
+    """`(path, block)` of every `language` block of the documentation."""
+    found = []
+    for path in documents(root):
+        text = pathlib.Path(root, path).read_text(encoding="utf-8")
+        found += [(path, block) for block in code_blocks(text, language)]
+    return found
 
 
 def all_commands(root=REPO):
