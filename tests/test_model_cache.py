@@ -597,3 +597,44 @@ def test_a_cache_that_cannot_be_written_is_named(server, tmp_path, monkeypatch,
         pretrained.load_pretrained(server.url + "/w.tar.gz")
     assert not_a_folder.read_text() == "mine"
     assert server.hits["/w.tar.gz"] == 0
+
+
+def _closed_port():
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_hugging_face_unreachable_fails_in_seconds_in_one_line(
+        tmp_path, monkeypatch):
+    """huggingface_hub retries an endpoint that does not answer for half a
+    minute; the fetch asks once, briefly, and says so."""
+    from huggingface_hub import constants
+
+    endpoint = f"http://127.0.0.1:{_closed_port()}"
+    # What `HF_ENDPOINT` sets when huggingface_hub is imported.
+    monkeypatch.setattr(constants, "ENDPOINT", endpoint)
+    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE",
+                        endpoint + "/{repo_id}/resolve/{revision}/{filename}")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    source = released.resolve("hf://albert/albert-base-v2")
+    start = time.monotonic()
+    with pytest.raises(model_cache.FetchError) as raised:
+        model_cache.fetch(source, check=None)
+    assert time.monotonic() - start < model_cache.HF_PROBE_TIMEOUT
+    line = str(raised.value)
+    assert "\n" not in line
+    assert (f"config.json from {endpoint}/albert/albert-base-v2/resolve/main/"
+            "config.json: cannot connect to") in line
+    assert "Connection refused" in line
+    assert str(tmp_path / "hub") in line
+
+
+def test_an_answering_endpoint_is_left_to_huggingface_hub(server):
+    server.files["/"] = b""
+    assert model_cache._unreachable(server.url) is None
+    assert model_cache._unreachable(server.url + "/no/such/page") is None
+    assert "refused" in model_cache._unreachable(
+        f"http://127.0.0.1:{_closed_port()}")

@@ -2,7 +2,8 @@
 
 Archives are downloaded here (`urllib`, a progress bar on a terminal),
 Hugging Face repositories by `huggingface_hub` (its own cache,
-`HF_ENDPOINT`, `HF_HUB_OFFLINE`), keras-hub presets by keras-hub's preset
+`HF_ENDPOINT`, `HF_HUB_OFFLINE`; an endpoint that does not answer within
+`HF_PROBE_TIMEOUT` is one line at once), keras-hub presets by keras-hub's preset
 loader (Kaggle's cache).
 
 Archives live in `$ALBERT_TF_CACHE` (default `~/.cache/albert_tf`, or
@@ -41,6 +42,7 @@ import json
 import logging
 import os
 import shutil
+import ssl
 import sys
 import time
 import urllib.error
@@ -450,6 +452,10 @@ def _archive_line(source, entry, problem, by_hand=False):
 # === Hugging Face ===
 
 _HF_FILES = ("config.json", "spiece.model", "model.safetensors")
+# Seconds the first request to the Hugging Face endpoint may wait for an
+# answer: huggingface_hub retries an unreachable one for half a minute
+# before it says so.
+HF_PROBE_TIMEOUT = 5.0
 
 
 def _fetch_huggingface(source, check):
@@ -464,19 +470,29 @@ def _fetch_huggingface(source, check):
     if cached:
         # Checked when it was downloaded (a copy that failed was removed).
         return cached
+
+    def failed(name, problem):
+        url = huggingface_hub.hf_hub_url(source.location, name,
+                                         revision=source.revision)
+        return FetchError(
+            f"Cannot load {source.reference!r}: {name} from {url}: "
+            f"{problem}. Cache: {constants.HF_HUB_CACHE} (download "
+            f"{', '.join(_HF_FILES)} by hand into one folder and pass that "
+            "folder)")
+
+    # Offline, huggingface_hub answers at once from its cache.
+    unreachable = (None if constants.HF_HUB_OFFLINE
+                   else _unreachable(constants.ENDPOINT))
+    if unreachable:
+        raise failed(_HF_FILES[0], f"cannot connect to {constants.ENDPOINT} "
+                     f"({unreachable}) and it is not in the cache")
     paths = []
     for name in _HF_FILES:
         try:
             paths.append(huggingface_hub.hf_hub_download(
                 source.location, name, revision=source.revision))
         except Exception as error:  # noqa: BLE001 - its errors have no base
-            url = huggingface_hub.hf_hub_url(source.location, name,
-                                             revision=source.revision)
-            raise FetchError(
-                f"Cannot load {source.reference!r}: {name} from {url}: "
-                f"{_first_line(error)}. Cache: {constants.HF_HUB_CACHE} "
-                f"(download {', '.join(_HF_FILES)} by hand into one folder "
-                "and pass that folder)") from None
+            raise failed(name, _first_line(error)) from None
     folder = os.path.dirname(paths[0])
     try:
         check(folder, source)
@@ -488,6 +504,34 @@ def _fetch_huggingface(source, check):
             f"{_expected(source)}: {_first_line(error)}. Removed from the "
             f"cache: {folder}") from None
     return folder
+
+
+def _unreachable(endpoint):
+    """Why `endpoint` gives no answer within `HF_PROBE_TIMEOUT` (refused, no
+    such host, no route, timed out), or None when it answers.
+
+    One request, through the proxies the environment names (as
+    huggingface_hub's requests go). Any HTTP answer, an error status
+    included, and a TLS failure count as an answer: huggingface_hub then
+    says what is wrong.
+    """
+    request = urllib.request.Request(endpoint, method="HEAD", headers={
+        "User-Agent": "albert_tf (model cache)"})
+    try:
+        with urllib.request.urlopen(request, timeout=HF_PROBE_TIMEOUT):
+            return None
+    except urllib.error.HTTPError as error:
+        error.close()
+        return None
+    except urllib.error.URLError as error:
+        reason = error.reason
+    except (http.client.HTTPException, ValueError):
+        return None
+    except OSError as error:  # A timeout or a reset while reading.
+        reason = error
+    if isinstance(reason, ssl.SSLError) or not isinstance(reason, OSError):
+        return None
+    return _first_line(reason)
 
 
 def _hf_cached(huggingface_hub, source):
