@@ -192,3 +192,54 @@ def test_asked_for_every_line_a_program_prints_them_all():
     for words in (b"oneDNN custom operations", b"DT_INT64", b"custom op",
                   b"contains input name"):
         assert words in done.stderr, words
+
+
+def _user_env():
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TF_CPP_MIN_LOG_LEVEL", "CUDA_VISIBLE_DEVICES",
+                        tf_startup.SHOW_STARTUP_ENV)}
+    return dict(env, PYTHONPATH=REPO)
+
+
+def _run_as_a_user(cwd, *argv):
+    done = subprocess.run([sys.executable, "-m", *argv], cwd=cwd,
+                          env=_user_env(), capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+@pytest.mark.slow
+def test_pretraining_and_a_litert_export_print_no_quiet_line(tmp_path):
+    """The programs as a user runs them (no TF_CPP_MIN_LOG_LEVEL): a tiny
+    pretraining run with evaluation, then the LiteRT export, whose runs
+    printed every kind of quiet line before."""
+    from data_prep import builtin_corpus
+    from data_prep import vocab
+
+    builtin_corpus.write_corpus(str(tmp_path / "corpus.txt"),
+                                max_chars=300_000)
+    vocab.train_vocab(str(tmp_path / "corpus.txt"), str(tmp_path / "spm"),
+                      vocab_size=1000)
+    _run_as_a_user(
+        tmp_path, "data_prep.create_pretraining_data",
+        "--input_file=corpus.txt", "--output_file=data/train.tfrecord",
+        "--spm_model_file=spm.model", "--max_seq_length=64",
+        "--max_predictions_per_seq=10", "--dupe_factor=1")
+    runs = [_run_as_a_user(
+        tmp_path, "albert_tf.run_pretraining",
+        "--input_file=data/train.tfrecord*", "--output_dir=run",
+        "--preset=tiny", "--train_batch_size=16", "--max_seq_length=64",
+        "--max_predictions_per_seq=10", "--num_train_steps=4",
+        "--num_warmup_steps=1", "--iterations_per_loop=2", "--do_eval",
+        "--eval_batch_size=16", "--max_eval_steps=1")]
+    runs.append(_run_as_a_user(
+        tmp_path, "export.export_saved_model", "--format=litert",
+        "--checkpoint=run", "--albert_config_file=run/albert_config.json",
+        "--spm_model_file=spm.model", "--export_dir=exports",
+        "--max_seq_length=32"))
+    for done in runs:
+        for words in _QUIET_WORDS:
+            assert words.decode() not in done.stderr, (words, done.stderr)
+    assert "Saved checkpoint run/ckpt-4" in runs[0].stderr
+    assert "encoder.tflite" in runs[1].stderr
