@@ -22,7 +22,8 @@ left out too. Everything else, real warnings and errors included, comes
 through in order. Where a GPU is found, the CUDA lines are kept.
 
 `--verbosity=1` (or ALBERT_TF_SHOW_STARTUP=1) keeps every line. Inside a
-test runner, which owns the stream, only the start-up lines are filtered.
+test runner or an interactive session, which share the stream, only the
+start-up lines are filtered.
 This module imports nothing heavy itself, so a program's `--help` stays
 fast; the filter process runs this file with the standard library alone.
 """
@@ -151,10 +152,12 @@ def _show_everything():
         return False
 
 
-def _owned_by_a_test_runner():
-    """A test runner captures the stream itself; a filter process under it
-    would outlive the test."""
-    return "_pytest" in sys.modules
+def _stream_is_shared():
+    """Whether the stream is not the program's alone: a test runner
+    captures it itself (a filter under it would outlive the test), and an
+    interactive session writes its prompts there (a filter would hold an
+    unfinished line)."""
+    return "_pytest" in sys.modules or hasattr(sys, "ps1")
 
 
 _filter_process = None
@@ -170,7 +173,7 @@ def _filter_the_stream(has_gpu):
     program and everything it started have closed it.
     """
     global _filter_process
-    if _filter_process is not None or _owned_by_a_test_runner():
+    if _filter_process is not None or _stream_is_shared():
         return
     try:
         os.fstat(2)
