@@ -1,19 +1,28 @@
 """The pretraining-data builder as an Apache Beam pipeline (`--runner=...`).
 
 The local builder's work (`data_prep.pipeline`) as Beam transforms:
-ReadUnit (whole documents in chunks, `reader.iter_chunks`) -> BuildChunk
-(preprocess, SentencePiece, pairs, masks, frames: `pipeline.ChunkProcessor`;
-each record keyed by its shuffle bucket) -> GroupByKey -> SortBucket (a
-bucket's records sorted, one piece file per bucket) -> WriteShard (once per
-output shard: its share of every piece, in bucket order) -> Commit
-(`output.commit_run`: the shards and the statistics in place, the pieces
-removed). In the chunk order (`global_shuffle=False`) BuildChunk writes one
-piece per chunk and there is no GroupByKey.
+ReadSlot (whole documents in chunks, `reader.iter_chunks`; a unit may be
+read by several tasks, each keeping its share of the chunks:
+`reading_slots`) -> BuildChunk (preprocess, SentencePiece, pairs, masks,
+frames: `pipeline.ChunkProcessor`; each record keyed by its shuffle bucket)
+-> GroupByKey -> SortBucket (a bucket's records sorted, one piece file per
+bucket) -> WriteCounts (the pieces' record counts, once all are written) ->
+WriteShard (once per output shard, joined with the shards' paths: its share
+of every piece, in bucket order) -> Measure (the statistics, from the
+counters and the shards). The launcher then commits (`output.commit_run`:
+the shards and the statistics in place, the pieces removed). In the chunk
+order (`global_shuffle=False`) BuildChunk writes one piece per chunk and
+there is no GroupByKey.
+
+Every step has one output and main inputs only, so that every runner
+executes the pipeline alike (see `build_pipeline`); the steps count what
+they do (`dask_runner.count`).
 
 The shards are byte-identical to a local run's with the same input, seed
 and flags; every write may run twice, so a retried bundle rewrites the same
-bytes; workers never import TensorFlow. The launcher holds the output's lock
-and removes a failed run's temporary files. Commands, runners, retries,
+bytes; workers never import TensorFlow and never change what the user sees.
+The launcher holds the output's lock, commits, and removes a failed run's
+temporary files. Commands, runners, retries,
 memory and the piece files' format: docs/beam.md.
 """
 
@@ -47,8 +56,9 @@ _COPY_BYTES = 1 << 20
 _SIZE_BYTES = 8  # One uint64 group size in a piece's header.
 # Buckets of the global shuffle, at most (a GroupByKey's keys).
 _MAX_BUCKETS = 1 << 20
-# Reading tasks aimed at (`reading_slots`): a few per worker of a small
-# cluster; a corpus of more units than this is read once.
+# Reading tasks aimed at (`reading_slots`): per worker thread of a Dask
+# cluster, and in all where the runner's workers are not known in advance.
+_TASKS_PER_THREAD = 4
 _SPREAD = 32
 # The kinds of the elements that travel together (`_ReadSlot`, ...).
 _CHUNK, _READ, _BUILT = "chunk", "read", "built"
@@ -369,10 +379,11 @@ class SumFn(beam.CombineFn):
         return accumulator
 
 
-class _Commit(beam.DoFn):
+class _Measure(beam.DoFn):
     """`(None, results)` (the totals, the read counters, each shard's
-    count) -> the shards renamed into place, the statistics written, what
-    is replaced removed; emits the instance count."""
+    count) -> the statistics, written to the temporary folder (the shards
+    read there, under their temporary names); emits the instance count.
+    The launcher commits: a cluster never changes what the user sees."""
 
     def __init__(self, plan, output_file, temp_dir, instance_options,
                  settings, start_time, vocab_size, topic):
@@ -402,19 +413,31 @@ class _Commit(beam.DoFn):
             raise pipeline.no_instances_error(
                 read_counters, totals.counts["one_sentence_documents"])
         stats = stats_lib.statistics(totals, read_counters, self._options)
-        # A retried commit finds some shards already renamed into place.
+        # The shards under their temporary names (`output.finished_path`).
         stats["mixing"] = mixing.measure_files(
             [output_lib.finished_path(p, _REMOTE) for p in plan.shard_paths],
             sum(records_per_shard), self._vocab_size, _REMOTE)
         stats_lib.add_run(stats, plan.inputs, plan.shard_paths,
                           records_per_shard, time.time() - self._start_time,
                           self._settings)
-        output_lib.commit_run(plan.shard_paths, plan.stats_path,
-                              json.dumps(stats, indent=2) + "\n", plan.earlier,
-                              self._output_file, _REMOTE)
-        filesystems.remove_tree(self._temp_dir, _REMOTE)
-        dask_runner.count(self._topic, "commits")
+        tfrecord.write_text_atomically(_stats_path(self._temp_dir),
+                                       json.dumps(stats, indent=2) + "\n",
+                                       _REMOTE)
+        dask_runner.count(self._topic, "measures")
         yield stats["instances"]
+
+
+def _stats_path(temp_dir):
+    return temp_dir + "/stats.json"
+
+
+def _commit(plan, output_file, temp_dir):
+    """The shards renamed into place, the statistics written, what is
+    replaced removed (`output.commit_run`), then the pieces."""
+    stats_text = reader.read_bytes(_stats_path(temp_dir), _REMOTE).decode()
+    output_lib.commit_run(plan.shard_paths, plan.stats_path, stats_text,
+                          plan.earlier, output_file, _REMOTE)
+    filesystems.remove_tree(temp_dir, _REMOTE)
 
 
 _TEMP_INFIX = ".beam-temp-"
@@ -433,10 +456,12 @@ def _of_kind(kind, *fields):
 
 def build_pipeline(root, plan, settings, output_file, chunk_bytes,
                    max_line_bytes, temp_dir, run_settings, start_time,
-                   bits=None, vocab_size=None, topic="data_prep"):
+                   bits=None, vocab_size=None, topic="data_prep",
+                   spread=_SPREAD):
     """Adds the builder's transforms to the pipeline `root` (see the module
     docstring); `bits`: the global shuffle's bucket bits, None for the chunk
-    order; `topic`: the run's counter topic (`dask_runner.count`).
+    order; `topic`: the run's counter topic (`dask_runner.count`);
+    `spread`: the reading tasks aimed at (`reading_slots`).
 
     Every step has main inputs only, and one output: runners differ in how
     they compute side inputs (the DaskRunner recomputes their whole graph)
@@ -447,7 +472,7 @@ def build_pipeline(root, plan, settings, output_file, chunk_bytes,
     sizes = dict(zip(plan.inputs, reader.file_sizes(plan.inputs, _REMOTE)))
     built = (root
              | "Slots" >> beam.Create(reading_slots(plan.units, sizes,
-                                                    chunk_bytes))
+                                                    chunk_bytes, spread))
              | "SpreadSlots" >> beam.Reshuffle()
              | "ReadSlot" >> beam.ParDo(
                  _ReadSlot(chunk_bytes, max_line_bytes, topic))
@@ -491,9 +516,9 @@ def build_pipeline(root, plan, settings, output_file, chunk_bytes,
             | "Results" >> beam.Flatten()
             | "KeyResults" >> beam.Map(lambda result: (None, result))
             | "AllResults" >> beam.GroupByKey()
-            | "Commit" >> beam.ParDo(
-                _Commit(plan, output_file, temp_dir, options, run_settings,
-                        start_time, vocab_size, topic)))
+            | "Measure" >> beam.ParDo(
+                _Measure(plan, output_file, temp_dir, options, run_settings,
+                         start_time, vocab_size, topic)))
 
 
 def _clean_up(plan, temp_dir):
@@ -563,6 +588,10 @@ def create_pretraining_data(
     start_time = time.time()
     pipeline.check_shuffle_memory(shuffle_memory_bytes)
     beam_pipeline_options = pipeline_options(runner, pipeline_args)
+    spread = _SPREAD
+    if dask_runner.is_dask(runner):
+        spread = _TASKS_PER_THREAD * dask_runner.cluster_threads(
+            beam_pipeline_options)
     # The launcher alone reads the SentencePiece model.
     spm_model_file = dask_runner.absolute_paths(spm_model_file)
     input_file, output_file = worker_paths(
@@ -578,7 +607,7 @@ def create_pretraining_data(
             beam_pipeline_options, options, dupe_factor, random_seed,
             do_lower_case, num_output_shards, chunk_bytes, max_line_bytes,
             dynamic_masking, global_shuffle, shuffle_memory_bytes, start_time,
-            prepared, locked.lock, counters_out)
+            prepared, locked.lock, counters_out, spread)
 
 
 def worker_paths(runner, options, **paths):
@@ -601,7 +630,7 @@ def _create_locked(input_file, output_file, spm_model_file, runner,
                    do_lower_case, num_output_shards, chunk_bytes,
                    max_line_bytes, dynamic_masking, global_shuffle,
                    shuffle_memory_bytes, start_time, prepared, lock,
-                   counters_out):
+                   counters_out, spread):
     """`create_pretraining_data`'s work, with the output's lock held (its
     record lists the run's temporary folder)."""
     plan = pipeline.plan_run(input_file, output_file, spm_model_file, options,
@@ -630,8 +659,9 @@ def _create_locked(input_file, output_file, spm_model_file, runner,
         root = beam.Pipeline(options=beam_pipeline_options)
         build_pipeline(root, plan, settings, output_file, chunk_bytes,
                        max_line_bytes, temp_dir, run_settings, start_time,
-                       bits, vocab_size, topic)
+                       bits, vocab_size, topic, spread)
         counters = dask_runner.run(root, topic)
+        _commit(plan, output_file, temp_dir)
     except BaseException as e:
         _clean_up(plan, temp_dir)
         lock.forget(temp_dir)

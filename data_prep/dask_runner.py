@@ -78,6 +78,28 @@ def client_address(options):
     return options.view_as(dask_runner.DaskOptions).address
 
 
+def cluster_threads(options, timeout_s=30):
+    """The worker threads of the cluster a Dask run goes to (this machine's
+    CPUs where Beam starts a local cluster).
+
+    Raises:
+        ValueError: no scheduler answers at `--dask_client_address`.
+    """
+    address = client_address(options)
+    if address is None:
+        return os.cpu_count() or 1
+    import distributed
+
+    try:
+        with distributed.Client(address, timeout=timeout_s) as client:
+            return max(1, sum(client.nthreads().values()))
+    except (OSError, TimeoutError) as e:
+        raise ValueError("No Dask scheduler answers at %s (%s). Received: "
+                         "--dask_client_address=%s"
+                         % (address, str(e).splitlines()[0][:200], address)
+                         ) from None
+
+
 def set_partitioning(options):
     """One Dask partition (task) per `Create` element, unless the user chose
     the partitioning with `--dask_npartitions`/`--dask_partition_size`: the
