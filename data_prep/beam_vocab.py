@@ -102,8 +102,11 @@ def sample_sentences(paths, sample_size, seed, do_lower_case, options,
                 _KeyedSentences(seed, do_lower_case)))
     sentences = read | "Sentences" >> beam.FlatMap(_of_kind(_SENTENCE))
     if sample_size > 0:
-        sample = sentences | "Smallest" >> beam.combiners.Top.Smallest(
-            sample_size, has_defaults=False)
+        # A combine: `Top.Smallest` emits from `finish_bundle`, whose
+        # outputs the DaskRunner drops.
+        sample = sentences | "Smallest" >> beam.CombineGlobally(
+            beam.combiners.TopCombineFn(sample_size, reverse=True)
+        ).without_defaults()
     else:
         sample = sentences | "All" >> beam.CombineGlobally(
             beam.combiners.ToListCombineFn()).without_defaults()

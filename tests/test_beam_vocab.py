@@ -60,3 +60,25 @@ def test_train_vocab_on_beam_equals_local(tmp_path, files):
     assert open(local[1]).read() == open(beam[1]).read()
     # The sample's folder (beside the model without --temp_location) is gone.
     assert sorted(os.listdir(tmp_path / "b")) == ["m.model", "m.vocab"]
+
+
+def test_train_vocab_on_a_dask_cluster_equals_local(tmp_path, files,
+                                                     monkeypatch):
+    """The DaskRunner on an in-process cluster, through relative paths
+    (made absolute for the workers)."""
+    import distributed
+
+    kwargs = dict(vocab_size=200, hard_vocab_limit=False,
+                  input_sentence_size=900, num_threads=1, seed=4)
+    pattern = os.path.dirname(files[0]) + "/*"
+    local = vocab.train_vocab(pattern, str(tmp_path / "l" / "m"), **kwargs)
+    monkeypatch.chdir(tmp_path)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
+                                  processes=False, dashboard_address=None,
+                                  protocol="tcp", host="127.0.0.1") as cluster:
+        dask = beam_vocab.train_vocab(
+            pattern, "d/m", "DaskRunner",
+            ["--dask_client_address=" + cluster.scheduler_address], **kwargs)
+    assert dask[1] == str(tmp_path / "d" / "m.vocab")
+    assert open(local[1]).read() == open(dask[1]).read()
+    assert sorted(os.listdir(tmp_path / "d")) == ["m.model", "m.vocab"]
