@@ -26,8 +26,9 @@ def run(options):
     # pylint: disable=import-outside-toplevel
     from albert_tf.convert import pretrained
     from albert_tf.training import pretraining
-    task = pretraining.PretrainingTask(options,
-                                       load_weights=pretrained.restore_into)
+    task = pretraining.PretrainingTask(
+        options, load_weights=pretrained.restore_into,
+        find_vocabulary=pretrained.spm_model_path)
     report = pretraining.run_pretraining(options, cli.strategy_for(options),
                                          task)
     for result in report.get("eval_results", []):

@@ -12,6 +12,8 @@ checkpoint on dev (accuracy) and keeps the best; `--do_predict` writes
 `predictions.json` for test (and its accuracy when the files hold answers).
 """
 
+from absl import logging
+
 from albert_tf import cli
 from albert_tf.tasks.options import RaceOptions
 
@@ -24,6 +26,9 @@ def run(options, strategy=None):
     strategy = strategy or cli.strategy_for(options)
     _, report = finetune_jobs.run_race(options, strategy)
     cli.log_report(report, ("best", "predictions", "test_accuracy"))
+    if "collapse_warning" in report:
+        # Again at the end, where a user reads the outcome.
+        logging.warning("%s", report["collapse_warning"])
     return report
 
 

@@ -41,11 +41,15 @@ def test_training_shows_a_bar_on_a_terminal(tmp_path, monkeypatch, capsys):
 
 
 def test_training_logs_lines_elsewhere(short_pretraining_run):
-    # Not on a terminal: no bar, and 4 steps at 2 per loop log a line a loop.
+    # Not on a terminal: no bar; a line after the first step (it compiles:
+    # no ETA from it), then at each checkpoint (every 2 steps) and the end.
     assert short_pretraining_run.stderr == ""
-    lines = short_pretraining_run.lines
-    assert [line.split(" (")[0] for line in lines if line.startswith("step ")] == [
-        "step 2/4", "step 4/4"]
+    lines = [line for line in short_pretraining_run.lines
+             if line.startswith("step ")]
+    assert [line.split(" (")[0] for line in lines] == [
+        "step 1/4", "step 2/4", "step 4/4"]
+    assert "compiling included" in lines[0] and "ETA after warm-up" in lines[0]
+    assert "ETA 0:00:0" in lines[-1]
 
 
 def test_data_prep_shows_a_bar_on_a_terminal(tmp_path, monkeypatch, capsys,

@@ -25,6 +25,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.convert import pretrained
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.models.pretrainer import AlbertPretrainer
+from albert_tf.training import baselines
 from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import results as results_lib
 from albert_tf.training.options import DTYPES
@@ -232,6 +233,62 @@ class FinetuningTask(TrainingTask):
     def evaluate(self, trainer):
         return self.evaluate_fn(trainer)
 
+    def describe_evaluation(self, metrics):
+        """Each metric beside the majority-class baseline of the dev
+        labels (`majority_<metric>`), the accuracy with its 95% interval;
+        a classifier that answered one class says so. None: no baseline
+        (regression, span extraction)."""
+        parts = []
+        examples = metrics.get("eval_examples", 0)
+        for name, value in metrics.items():
+            baseline = metrics.get(f"majority_{name}")
+            if name.startswith("majority_") or baseline is None:
+                continue
+            if name == "accuracy":
+                parts.append(baselines.describe(
+                    name, value, baseline, examples,
+                    f"majority class ({self.class_name(metrics['majority_class'])})"))
+            else:
+                parts.append(f"{name} {value:.4f} (majority class "
+                             f"{baseline:.4f})")
+        if not parts:
+            return None
+        collapsed = baselines.collapsed_class(metrics)
+        if collapsed is not None:
+            parts.append(f"collapsed: it answered "
+                         f"{self.class_name(collapsed)} for all {examples}")
+        return "; ".join(parts)
+
+    def class_name(self, class_id):
+        """A class id as the task names it (GLUE labels), else the id."""
+        labels = self.task_info.get("labels") or []
+        if isinstance(class_id, int) and 0 <= class_id < len(labels):
+            return f"{labels[class_id]!r}"
+        return f"class {class_id}"
+
+
+
+def collapse_report(task, best):
+    """`{"collapsed": {...}, "collapse_warning": line}` (the line logged
+    as a WARNING) when the best checkpoint's classifier answered one class
+    for every dev example, else {}."""
+    answered = baselines.collapsed_class(best)
+    if answered is None:
+        return {}
+    examples = best["eval_examples"]
+    share = best.get("majority_accuracy")
+    warning = (
+        f"The fine-tuned classifier collapsed: {best.get('checkpoint')} "
+        f"answers {task.class_name(answered)} for all {examples} dev "
+        f"examples (accuracy {best.get('accuracy', float('nan')):.4f}"
+        + (f", the majority class alone gets {share:.4f}" if share is not None
+           else "") + "). It has learned nothing from its input: try a lower "
+        "--learning_rate, more --train_step or another --seed.")
+    logging.warning("%s", warning)
+    return {"collapsed": {"checkpoint": best.get("checkpoint"),
+                          "class": answered, "eval_examples": examples},
+            "collapse_warning": warning}
+
 
 def run_finetuning(task, options, strategy=None):
     """Trains and/or evaluates `task` as `options` say.
@@ -240,7 +297,9 @@ def run_finetuning(task, options, strategy=None):
         `(trainer, report)`: the trainer's model holds the best weights
         (else the newest checkpoint's); the report has `train` (see
         `Trainer.train`), and with `do_eval` `eval_results` (every result in
-        `eval_results.txt`) and `best`.
+        `eval_results.txt`) and `best`; when the best classifier answered
+        one class for every dev example, `collapsed` and
+        `collapse_warning` (`collapse_report`).
     """
     keras.utils.set_random_seed(options.seed)
     trainer = Trainer(task, options, strategy)
@@ -254,6 +313,7 @@ def run_finetuning(task, options, strategy=None):
         report["eval_results"] = results_lib.read_eval_results(
             os.path.join(options.output_dir, results_lib.EVAL_RESULTS))
         report["best"] = results_lib.best_result(options.output_dir)
+        report.update(collapse_report(task, report["best"]))
     path = trainer.restore_best_or_latest()
     if path is None and not options.do_train:
         logging.warning("No checkpoint in %s: predicting with the initial "

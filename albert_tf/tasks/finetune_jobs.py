@@ -24,6 +24,7 @@ from albert_tf.tasks import metrics
 from albert_tf.tasks import race
 from albert_tf.tasks import squad
 from albert_tf.tasks.tokenization import Tokenizer
+from albert_tf.training import baselines
 from data_prep import safe_io
 
 
@@ -302,8 +303,12 @@ def run_race(options, strategy=None):
 
     def evaluate(trainer):
         logits = trainer.predict(dev, options.eval_batch_size)["logits"]
-        accuracy = metrics.accuracy(dev["label_ids"], np.argmax(logits, -1))
-        return {"accuracy": accuracy, "score": accuracy}
+        labels, predictions = dev["label_ids"], np.argmax(logits, -1)
+        accuracy = metrics.accuracy(labels, predictions)
+        return {"accuracy": accuracy,
+                "majority_accuracy": baselines.majority(labels)[1],
+                **baselines.classifier_answers(labels, predictions),
+                "score": accuracy}
 
     def model_fn(dtype):
         return task_models.AlbertMultipleChoice(

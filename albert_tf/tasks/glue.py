@@ -32,6 +32,7 @@ import numpy as np
 from absl import logging
 
 from albert_tf.tasks import metrics as metrics_lib
+from albert_tf.training import baselines
 from data_prep import safe_io
 
 SPLITS = ("train", "dev", "test")
@@ -404,13 +405,26 @@ def compute_metrics(task, label_ids, outputs):
         result["pearson_spearman"] = (result["pearson"] + result["spearman"]) / 2
     else:
         predictions = np.argmax(outputs, axis=-1)
-        result = {"accuracy": metrics_lib.accuracy(label_ids, predictions)}
-        if task.name == "cola":
-            result["matthews_corrcoef"] = metrics_lib.matthews_corrcoef(
-                label_ids, predictions)
-        if task.name in ("mrpc", "qqp"):
-            result["f1"] = metrics_lib.f1(label_ids, predictions)
+        result = _classification_metrics(task, label_ids, predictions)
+        # Each metric beside what always answering the dev set's most
+        # frequent class gets, and how many classes the model answered.
+        majority, _ = baselines.majority(label_ids)
+        constant = np.full_like(np.asarray(label_ids), majority)
+        result.update({f"majority_{name}": value for name, value in
+                       _classification_metrics(task, label_ids,
+                                               constant).items()})
+        result.update(baselines.classifier_answers(label_ids, predictions))
     result["score"] = result[task.primary_metric]
+    return result
+
+
+def _classification_metrics(task, label_ids, predictions):
+    result = {"accuracy": metrics_lib.accuracy(label_ids, predictions)}
+    if task.name == "cola":
+        result["matthews_corrcoef"] = metrics_lib.matthews_corrcoef(
+            label_ids, predictions)
+    if task.name in ("mrpc", "qqp"):
+        result["f1"] = metrics_lib.f1(label_ids, predictions)
     return result
 
 

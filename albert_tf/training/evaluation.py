@@ -15,6 +15,7 @@ from absl import logging
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import results as results_lib
+from data_prep import progress
 
 
 class Evaluation:
@@ -28,12 +29,23 @@ class Evaluation:
         stats_step = self._compiled()[1]
         total = tf.zeros([len(self.task.stat_names)])
         batches = 0
+        reporter = self._reporter("eval", max_batches)
         for features in self.strategy.experimental_distribute_dataset(dataset):
             if max_batches is not None and batches >= max_batches:
                 break
             total += stats_step(features)
             batches += 1
+            reporter.update(batches)
         return total, batches
+
+    def _reporter(self, description, total):
+        """Progress lines of an evaluation or prediction loop (the chief's;
+        every `progress_interval_s`, see `progress.Reporter`)."""
+        interval = getattr(self.options, "progress_interval_s",
+                           progress.INTERVAL_S)
+        log = None if self.is_chief else (lambda text: None)
+        return progress.Reporter(description, total=total, unit="batch",
+                                 interval_s=interval, log=log)
 
     def predict(self, features, batch_size):
         """Model outputs for every row of `features` (a dict of NumPy
@@ -48,8 +60,11 @@ class Evaluation:
         dataset = tf.data.Dataset.from_tensor_slices(inputs).batch(
             batch_size, drop_remainder=True)
         chunks = []
+        reporter = self._reporter("predict", padded // batch_size)
         for batch in self.strategy.experimental_distribute_dataset(dataset):
             out = predict_step(batch)
+            reporter.update(len(chunks) // self.strategy.num_replicas_in_sync
+                            + 1)
             # Each replica holds a contiguous slice of the global batch.
             for r in range(self.strategy.num_replicas_in_sync):
                 chunks.append({k: np.asarray(
@@ -81,13 +96,18 @@ class Evaluation:
             return result
         logging.info("Eval %s: %s", result["checkpoint"],
                      results_lib.format_block(metrics).replace("\n", ", "))
+        judged = self.task.describe_evaluation(metrics)
+        if judged:
+            logging.info("Eval %s against baselines: %s", result["checkpoint"],
+                         judged)
         # best/ first, the result's block last: a kill in between leaves
         # the checkpoint unrecorded, so the rerun evaluates it again.
         key = self.task.best_metric
         best = results_lib.best_result(self.output_dir)
         if best is None or metrics[key] > best[key]:
             results_lib.save_best(self.output_dir, self.model, result,
-                                  self.task.config_files())
+                                  self.task.config_files(),
+                                  self.task.model_files())
             logging.info("New best checkpoint %s (%s %.4f) copied to %s/",
                          result["checkpoint"], key, metrics[key],
                          os.path.join(self.output_dir, results_lib.BEST_DIR))

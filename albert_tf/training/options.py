@@ -141,7 +141,13 @@ class TrainingOptions:
         5, "Newest checkpoints kept (each is evaluated when written with "
         "--do_eval; the best stays in best/); 0: keep all.", minimum=0)
     iterations_per_loop: int = option(
-        100, "Steps per compiled call (and per progress line).", minimum=1)
+        100, "Steps per compiled call at most (a call is also cut short so "
+        "that a progress line comes every --progress_interval_s).",
+        minimum=1)
+    progress_interval_s: float = option(
+        30.0, "Seconds of wall time between progress lines (step, "
+        "examples/s, ETA) of training, evaluation and prediction; the "
+        "first comes after the first step.", above=0)
     do_train: bool = option(False, "Train.")
     do_eval: bool = option(False, "Evaluate every checkpoint; keep the best "
                            "in best/.")
@@ -212,7 +218,7 @@ class TrainingOptions:
         options_lib.check_fields(
             self, (self._STEPS_FIELD, "train_batch_size", "eval_batch_size",
                    "save_checkpoints_steps", "iterations_per_loop",
-                   "gradient_accumulation_steps"),
+                   "gradient_accumulation_steps", "progress_interval_s"),
             lambda value: value > 0, _POSITIVE)
         options_lib.check_fields(
             self, (self._WARMUP_FIELD, "keep_checkpoint_max",
@@ -308,6 +314,11 @@ class PretrainingOptions(TrainingOptions):
                          "--albert_config_file.", choices=tuple(sorted(PRESETS)))
     eval_input_file: str = option(
         None, "Evaluation records (default: --input_file).")
+    spm_model_file: str = option(
+        None, "The vocabulary the records were built with, copied as "
+        "spm.model into --output_dir and best/ so that each is a complete "
+        "model folder; default: the one the records' statistics file "
+        "(stats.*.json beside them) names, else --init_checkpoint's.")
     train_batch_size: int = option(4096, "Global batch per optimizer step.",
                                    minimum=1)
     eval_batch_size: int = option(64, "Global evaluation batch.", minimum=1)
@@ -322,7 +333,9 @@ class PretrainingOptions(TrainingOptions):
     save_checkpoints_steps: int = option(5000, "Steps between checkpoints.",
                                          minimum=1)
     iterations_per_loop: int = option(
-        1000, "Steps per compiled call (and per progress line).", minimum=1)
+        1000, "Steps per compiled call at most (a call is also cut short so "
+        "that a progress line comes every --progress_interval_s).",
+        minimum=1)
     do_train: bool = option(True, "Train.")
     max_eval_steps: int = option(100, "Evaluation batches per checkpoint.",
                                  minimum=1)

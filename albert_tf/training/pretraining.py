@@ -9,15 +9,18 @@ trains and evaluates as a `PretrainingOptions` says (the library entry of
 import os
 
 import keras
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.models.pretrainer import AlbertPretrainer
+from albert_tf.training import baselines
 from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import dynamic_masking
 from albert_tf.training import input_pipeline
 from albert_tf.training import losses
+from albert_tf.training import model_files
 from albert_tf.training import record_checks as records_lib
 from albert_tf.training import results as results_lib
 from albert_tf.training.trainer import Trainer
@@ -25,6 +28,8 @@ from albert_tf.training.trainer_task import TrainingTask
 from data_prep import redaction
 
 MODEL_INPUTS = INPUT_NAMES + ("masked_lm_positions",)
+# Sentence order is two classes, built balanced: chance is one half.
+SOP_CHANCE = 0.5
 
 
 class PretrainingTask(TrainingTask):
@@ -33,7 +38,7 @@ class PretrainingTask(TrainingTask):
     stat_names = losses.STAT_NAMES
     best_metric = "masked_lm_accuracy"
 
-    def __init__(self, options, load_weights=None):
+    def __init__(self, options, load_weights=None, find_vocabulary=None):
         """Args:
             options: `PretrainingOptions`.
             load_weights: `(model, path) -> str` loading `--init_checkpoint`
@@ -41,10 +46,82 @@ class PretrainingTask(TrainingTask):
                 project's checkpoints (`checkpoint.restore_model`). The
                 program passes `pretrained.restore_into`, which also takes
                 released names and the other formats.
+            find_vocabulary: `path -> vocabulary path or None`: the one
+                that comes with `--init_checkpoint`, the last place the
+                run's vocabulary is looked for (`vocabulary`); the program
+                passes `pretrained.spm_model_path`.
         """
         self.options = options
         self.config = options.resolved_config()
         self.load_weights = load_weights or checkpoint_lib.restore_model
+        self.find_vocabulary = find_vocabulary
+        self._vocabulary = None
+
+    def vocabulary(self):
+        """`(path, where it was found)` of the vocabulary the records were
+        built with, or `(None, None)`: `--spm_model_file`, else what the
+        builders recorded beside the records (`model_files`), else the one
+        that comes with `--init_checkpoint`. Found and checked once.
+
+        Raises:
+            ValueError: `--spm_model_file` is not a vocabulary of this
+                model (one line naming it).
+        """
+        if self._vocabulary is not None:
+            return self._vocabulary
+        options = self.options
+        found, origin = None, None
+        if options.spm_model_file:
+            found, origin = options.spm_model_file, "--spm_model_file"
+            if not tf.io.gfile.exists(found) or tf.io.gfile.isdir(found):
+                raise ValueError("--spm_model_file names no file (a "
+                                 f"SentencePiece model). Received: {found}")
+            model_files.check_vocabulary(found, self.config.vocab_size,
+                                         origin)
+        else:
+            found, origin = self._found_vocabulary()
+        self._vocabulary = found, origin
+        return self._vocabulary
+
+    def _found_vocabulary(self):
+        """The vocabulary the records' builders recorded, else the one of
+        `--init_checkpoint`; one that is not this model's is logged and
+        left out."""
+        options = self.options
+        records = (options.input_file if options.do_train
+                   else self._evaluation_input()[0])
+        try:
+            files = input_pipeline.expand_file_patterns(records)
+        except ValueError:
+            files = []
+        found, origin = model_files.records_vocabulary(files)
+        if found is None and options.init_checkpoint and self.find_vocabulary:
+            try:
+                found = self.find_vocabulary(options.init_checkpoint)
+            except (OSError, ValueError):
+                found = None
+            origin = "--init_checkpoint" if found else None
+        if found is None:
+            logging.info(
+                "No vocabulary is recorded for the records (no statistics "
+                "file or vocab.json beside them names one): best/ and the "
+                "run's folder hold the config and checkpoints only; pass "
+                "--spm_model_file to make them complete model folders.")
+            return None, None
+        try:
+            model_files.check_vocabulary(found, self.config.vocab_size,
+                                         origin)
+        except ValueError as e:
+            logging.warning("%s; not copied into the run's folders.", e)
+            return None, None
+        logging.info("Vocabulary %s (from %s): copied as %s into %s and "
+                     "best/, complete model folders.", found, origin,
+                     model_files.SPM_NAME, options.output_dir)
+        return found, origin
+
+    def model_files(self):
+        vocabulary, _ = self.vocabulary()
+        return {model_files.SPM_NAME: vocabulary} if vocabulary else {}
 
     def build_model(self, dtype):
         return AlbertPretrainer(self.config, dtype=dtype)
@@ -63,6 +140,7 @@ class PretrainingTask(TrainingTask):
             records_lib.check_records(
                 files, options.max_seq_length, options.max_predictions_per_seq,
                 options.dynamic_masking, self.config.vocab_size)
+        self.vocabulary()
 
     def input_files(self):
         """The training records (with `do_train`) and the evaluation
@@ -77,6 +155,9 @@ class PretrainingTask(TrainingTask):
             input_file, flag = self._evaluation_input()
             files["--eval_input_file"] = input_pipeline.expand_file_patterns(
                 input_file, flag)
+        vocabulary, _ = self.vocabulary()
+        if vocabulary:
+            files["--spm_model_file"] = [vocabulary]
         return files
 
     def initialize(self, model):
@@ -175,7 +256,58 @@ class PretrainingTask(TrainingTask):
             raise self._too_few_evaluation_records(input_file)
         metrics = {k: float(v) for k, v in losses.metrics_from_stats(stats).items()}
         metrics["eval_batches"] = batches
+        metrics.update(self._baselines(metrics))
         return metrics
+
+    def _evaluated_targets(self):
+        """`(weighted count of each masked piece, SOP examples)` over the
+        batches an evaluation reads, counted once per run from the records
+        (the host reads them; no model)."""
+        if getattr(self, "_targets", None) is None:
+            _, dataset = self._evaluation_dataset()
+            vocab_size = self.config.vocab_size
+            counts, examples = np.zeros(vocab_size), 0
+            for batch in dataset.take(self.options.max_eval_steps):
+                ids = batch["masked_lm_ids"].numpy().reshape(-1)
+                weights = batch["masked_lm_weights"].numpy().reshape(-1)
+                counts += np.bincount(np.clip(ids, 0, vocab_size - 1),
+                                      weights=weights, minlength=vocab_size)
+                examples += int(batch["next_sentence_labels"].shape[0])
+            self._targets = counts, examples
+        return self._targets
+
+    def _baselines(self, metrics):
+        """Each accuracy's baseline and whether it is at it: MLM against
+        always predicting the most frequent masked piece of the evaluated
+        records, SOP against chance (50%), by a 95% interval over the
+        predictions evaluated (`baselines`)."""
+        counts, examples = self._evaluated_targets()
+        predictions = float(counts.sum())
+        piece = int(np.argmax(counts))
+        share = float(counts[piece] / predictions) if predictions else 0.0
+        return {
+            "masked_lm_baseline_accuracy": share,
+            "masked_lm_baseline_piece": piece,
+            "masked_lm_predictions": int(round(predictions)),
+            "masked_lm_at_chance": baselines.at_chance(
+                metrics["masked_lm_accuracy"], predictions, share),
+            "sentence_order_chance": SOP_CHANCE,
+            "eval_examples": examples,
+            "sentence_order_at_chance": baselines.at_chance(
+                metrics["sentence_order_accuracy"], examples, SOP_CHANCE),
+        }
+
+    def describe_evaluation(self, metrics):
+        """The line that puts each accuracy beside its baseline."""
+        return "; ".join((
+            baselines.describe(
+                "masked_lm_accuracy", metrics["masked_lm_accuracy"],
+                metrics["masked_lm_baseline_accuracy"],
+                metrics["masked_lm_predictions"],
+                f"most frequent piece (id {metrics['masked_lm_baseline_piece']})"),
+            baselines.describe(
+                "sentence_order_accuracy", metrics["sentence_order_accuracy"],
+                SOP_CHANCE, metrics["eval_examples"], "chance")))
 
 
 def run_pretraining(options, strategy=None, task=None):

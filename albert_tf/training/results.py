@@ -13,8 +13,10 @@ One format for every job (pretraining and each fine-tuning task):
                                     metric: model.ckpt.* (the model under
                                     the key "model", as in training
                                     checkpoints), eval_results.txt (its one
-                                    block) and the run's config files
-                                    (albert_config.json, ...).
+                                    block), the run's config files
+                                    (albert_config.json, ...) and its
+                                    vocabulary (spm.model) when the run
+                                    knows it: a complete model folder.
     <output_dir>/train/, eval/      TensorBoard event files.
 
 Every file is written whole or not at all (`safe_io.write_atomically`), and
@@ -117,8 +119,10 @@ def _lock_of(output_dir):
     return output_folder.held_lock(output_dir)
 
 
-def save_best(output_dir, model, result, config_files=None):
-    """Writes `model` and `result` as `<output_dir>/best/`, replacing it.
+def save_best(output_dir, model, result, config_files=None, files=None):
+    """Writes `model` and `result` as `<output_dir>/best/`, replacing it,
+    with the run's `config_files` and `files` (`{name: source path}`: the
+    vocabulary), so that `best/` is a complete model folder.
 
     The new copy is written in a hidden folder, its `eval_results.txt`
     last (the mark that it is whole), then swapped in by two renames
@@ -139,6 +143,10 @@ def save_best(output_dir, model, result, config_files=None):
         tf.train.Checkpoint(**{MODEL_KEY: model}).write(
             os.path.join(staging, BEST_CHECKPOINT))
         write_config_files(staging, config_files or {})
+        for name, source in (files or {}).items():
+            with tf.io.gfile.GFile(source, "rb") as f:
+                safe_io.write_atomically(os.path.join(staging, name),
+                                         f.read())
         safe_io.write_atomically(os.path.join(staging, EVAL_RESULTS),
                                  format_block(result) + "\n")
     except (tf.errors.OpError, safe_io.OutputError) as e:

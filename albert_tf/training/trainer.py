@@ -45,6 +45,7 @@ from albert_tf.training import evaluation
 from albert_tf.training import hardware
 from albert_tf.training import lamb
 from albert_tf.training import memory
+from albert_tf.training import model_files
 from albert_tf.training import output_folder
 from albert_tf.training import results as results_lib
 from albert_tf.training import stop_signals
@@ -72,11 +73,6 @@ def op_error_summary(error):
 # A final training loss this close (relative) to the chance loss, or above
 # it, has not learned (`Trainer._chance_verdict`).
 CHANCE_TOLERANCE = 0.02
-
-
-def _format_time(seconds):
-    seconds = int(max(seconds, 0))
-    return "%d:%02d:%02d" % (seconds // 3600, seconds // 60 % 60, seconds % 60)
 
 
 class Trainer(evaluation.Evaluation):
@@ -379,6 +375,7 @@ class Trainer(evaluation.Evaluation):
                 tf.io.gfile.makedirs(self.output_dir)
                 results_lib.recover_best(self.output_dir)
                 results_lib.write_config_files(self.output_dir, config_files)
+                model_files.copy_into(self.output_dir, self.task.model_files())
             return int(self.step.numpy())
 
     def _resume(self):
@@ -515,6 +512,8 @@ class Trainer(evaluation.Evaluation):
             total=options.num_steps, description="train", unit="step",
             initial=start, enabled=self._interactive)
         step, metrics, history, run_start = start, {}, [], time.time()
+        self._pace = progress.Pace(start, clock=time.time)
+        self._last_line = None
         timed_out = False
         try:
             while step < options.num_steps and not self._stop.requested:
@@ -522,9 +521,10 @@ class Trainer(evaluation.Evaluation):
                 if timed_out:
                     break
                 stats, done, seconds = self._run_train_loop(
-                    self._jit, iterator, self._loop_steps(step))
+                    self._jit, iterator, self._loop_steps(step, run_start))
                 step += done
                 if done:
+                    self._pace.update(step)
                     metrics = self._loop_metrics(stats, done, seconds)
                     history.append((step, metrics["loss"]))
                     self._log_progress(step, done, metrics, run_start)
@@ -603,19 +603,48 @@ class Trainer(evaluation.Evaluation):
         """Whether `max_train_seconds` of this run have passed (logged)."""
         limit = self.options.max_train_seconds
         if limit > 0 and time.time() - run_start >= limit:
-            logging.info("max_train_seconds=%g reached at step %d.", limit,
-                         step)
+            if step <= self._pace.start:
+                then = "nothing trained in this run"
+            elif step % self.options.save_checkpoints_steps == 0:
+                then = "its checkpoint is saved"
+            else:
+                then = ("saving and evaluating it" if self.options.do_eval
+                        else "saving it")
+            logging.info("max_train_seconds=%g reached at step %d: %s.",
+                         limit, step, then)
             return True
         return False
 
-    def _loop_steps(self, step):
+    def _loop_steps(self, step, run_start):
         """Steps of the next compiled loop: `iterations_per_loop`, ending at
-        the next checkpoint and at the last step."""
+        the next checkpoint and at the last step, and cut to the time a
+        progress line is due and to what is left of `max_train_seconds`.
+
+        The compiled loop cannot log while it runs (a print inside it costs
+        every step, and on a TPU it is no log at all), so progress is made
+        visible by the calls' length instead: the first call of a run is
+        one step (it compiles: its line comes after the first step), the
+        second one step too (the first warm measurement), and later ones
+        last about half of `progress_interval_s` at the measured pace. The
+        steps, the schedule and the data are the same in calls of any
+        length (the step counter and the stop flag are exact per step).
+        """
         options = self.options
         to_save = (options.save_checkpoints_steps
                    - step % options.save_checkpoints_steps)
-        return min(options.iterations_per_loop, to_save,
-                   options.num_steps - step)
+        steps = min(options.iterations_per_loop, to_save,
+                    options.num_steps - step)
+        per_step = self._pace.seconds_per_unit()
+        if per_step is None:
+            return min(steps, 1)
+        # The slower of the last call and the warm average: a call that
+        # grew slower (another job on the machine) is not trusted longer.
+        per_step = max(per_step, getattr(self, "_seconds_per_step", 0.0))
+        budget = 0.5 * options.progress_interval_s
+        if options.max_train_seconds > 0:
+            budget = min(budget, options.max_train_seconds
+                         - (time.time() - run_start))
+        return max(1, min(steps, int(budget / per_step)))
 
     def _run_train_loop(self, jit, iterator, num):
         """Runs `num` steps, compiled with XLA if `jit`.
@@ -676,10 +705,13 @@ class Trainer(evaluation.Evaluation):
         return metrics
 
     def _log_progress(self, step, steps_done, metrics, run_start):
-        """The progress bar on a terminal, else a log line per loop."""
+        """The progress bar on a terminal, else a log line after the first
+        step, when `progress_interval_s` has passed since the last line,
+        at each checkpoint and at the end."""
         if not self.is_chief:
             return
-        total = self.options.num_steps
+        options = self.options
+        total = options.num_steps
         values = " ".join(f"{k} {v:.4g}" for k, v in metrics.items()
                           if k != "examples_per_second")
         if self._interactive:
@@ -687,8 +719,33 @@ class Trainer(evaluation.Evaluation):
                 metrics["loss"], metrics["examples_per_second"]))
             self._bar.update(steps_done)
             return
-        logging.info("step %d/%d (%.1f%%) %s %.1f examples/s elapsed %s ETA %s",
+        now = time.time()
+        due = (self._last_line is None
+               or now - self._last_line >= 0.5 * options.progress_interval_s
+               or step % options.save_checkpoints_steps == 0
+               or step >= total)
+        if not due:
+            return
+        self._last_line = now
+        logging.info("step %d/%d (%.1f%%) %s %.1f examples/s elapsed %s %s",
                      step, total, 100.0 * step / total, values,
                      metrics["examples_per_second"],
-                     _format_time(time.time() - run_start),
-                     _format_time((total - step) * self._seconds_per_step))
+                     progress.format_time(now - run_start),
+                     self._eta(step, run_start))
+
+    def _eta(self, step, run_start):
+        """The ETA part of a progress line: none before the warm-up ends
+        (the first step's time is mostly compiling), and bounded by what is
+        left of `max_train_seconds`."""
+        pace = self._pace
+        eta = pace.eta_s(self.options.num_steps)
+        if eta is None:
+            return ("(the first step, compiling included, took %.1f s; ETA "
+                    "after warm-up)" % (pace.warmup_s or 0.0))
+        limit = self.options.max_train_seconds
+        if limit > 0:
+            left = limit - (time.time() - run_start)
+            if left < eta:
+                return "ETA %s (max_train_seconds)" % progress.format_time(
+                    left)
+        return "ETA %s" % progress.format_time(eta)

@@ -49,6 +49,12 @@ class TrainingTask:
         checked when a run resumes."""
         return {}
 
+    def model_files(self):
+        """`{file name: source path}` copied beside the checkpoints and
+        into every `best/`, with the config files, so that each is a
+        complete model folder (the vocabulary, `spm.model`)."""
+        return {}
+
     def train_dataset(self, input_context, global_batch_size, skip_batches):
         """Training batches for one input pipeline (per-replica batch size,
         static), endless, the first `skip_batches` skipped."""
@@ -71,6 +77,13 @@ class TrainingTask:
     def metrics(self, stats):
         """Named metrics (`loss` first) from summed statistics."""
         raise NotImplementedError
+
+    def describe_evaluation(self, metrics):
+        """A line putting `evaluate`'s metrics beside their baselines
+        (chance, the majority class), logged after each evaluation; None:
+        nothing to add."""
+        del metrics
+        return None
 
     def evaluate(self, trainer):
         """Evaluation metrics of the model's current weights (a dict holding
