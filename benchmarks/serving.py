@@ -36,6 +36,11 @@ processes falls on all of them alike. The tokenization overhead is the
 preprocessor's median time at
 batch 32 over the Keras encoder's (target: at most 10%).
 
+`--mode=precision` and `--mode=runtimes`: see `benchmarks.serving_precision`
+and `benchmarks.serving_runtimes` (batch 1 x `--seq_length` tokens, one
+thread per runtime: the SavedModels, the `.tflite` models, ONNX Runtime and
+PyTorch dynamic int8; `--iters_b1` rounds).
+
     python -m benchmarks.serving [--mode=shapes --preset=albert_base_v2 \
         --iters_b1=50 --iters_b32=10]
 """
@@ -55,11 +60,15 @@ from absl import flags  # noqa: E402
 from albert_tf.training import hardware  # noqa: E402
 from benchmarks import serving_common  # noqa: E402
 
-_MODE = flags.DEFINE_enum("mode", "shapes", ["shapes", "paths", "precision"],
+_MODE = flags.DEFINE_enum("mode", "shapes",
+                          ["shapes", "paths", "precision", "runtimes"],
                           "shapes: dynamic vs fixed export; paths: text-in "
                           "SavedModel vs Keras encoder vs tokenization; "
                           "precision: float32 vs bfloat16 vs int8 exports "
-                          "(benchmarks.serving_precision).")
+                          "(benchmarks.serving_precision); runtimes: the "
+                          "SavedModels, the .tflite models, ONNX Runtime "
+                          "and PyTorch dynamic int8, one thread each, batch "
+                          "1 (benchmarks.serving_runtimes).")
 _QUICKSTART_DIR = flags.DEFINE_string(
     "quickstart_dir", None, "--mode=precision: a finished main job's output "
     "folder, for the accuracy rows (none without it).")
@@ -306,9 +315,31 @@ def _main_precision():
                                                 _ACCURACY_TASK.value))
 
 
+def _main_runtimes():
+    from benchmarks import serving_runtimes
+
+    before = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory() as workdir:
+        rows, tokens = serving_runtimes.run(
+            _PRESET.value, _SEQ_LENGTH.value, _ITERS_B1.value, _WARMUP.value,
+            workdir, _CHECKPOINT.value, _SPM_MODEL_FILE.value)
+    load = ("1-minute load average %.1f before, %.1f after, on %d cores "
+            "(other processes)" % (before, os.getloadavg()[0],
+                                   os.cpu_count()))
+    print(serving_runtimes.format_table(rows, _PRESET.value, tokens,
+                                        hardware.describe(), load))
+
+
 def main(argv):
     del argv
+    if _MODE.value == "runtimes":
+        # One thread for TensorFlow too; settable only before it starts.
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
     print("Hardware: %s" % hardware.describe(), flush=True)
+    if _MODE.value == "runtimes":
+        _main_runtimes()
+        return
     if _MODE.value == "precision":
         _main_precision()
         return

@@ -14,9 +14,10 @@ load falls on all of them alike. Rows, through `serving_single`:
 - `--batch` (32) texts of lengths drawn uniformly from 5 to `--seq_length`
   tokens, and log-uniformly (short requests more common).
 
-Medians; each precision's ratio is float32's median over its own (the same
-shape); the mixed rows also give the fixed-shape float32 export's median
-and its ratio to the best dynamic export.
+Medians; each precision against float32 (the same shape) in words, "1.79x
+faster than float32" or "1.25x the latency of float32"; the mixed rows also
+give the fixed-shape float32 export's median and its latency over the best
+dynamic export's.
 
 Accuracy (`run_accuracy`, with `--quickstart_dir`: the output folder of a
 finished `python -m albert_apps.quickstart`): its best checkpoint exported
@@ -48,6 +49,7 @@ import tensorflow as tf
 from albert_apps import intervals
 from albert_tf.models.serving_dtypes import SERVING_DTYPES
 from benchmarks import serving_common
+from export import serving_dtype_auto
 
 
 def _exports(pretrainer, proto, workdir, seq_length):
@@ -156,19 +158,19 @@ def run_latency(preset, seq_length, batch, iters_b1, iters_bn, workdir,
 def format_latency(rows, preset, seq_length):
     header = ("| request | "
               + " | ".join("%s ms" % d for d in SERVING_DTYPES) + " | "
-              + " | ".join("%s speed-up" % d for d in SERVING_DTYPES[1:])
-              + " | float32 fixed ms | fixed / best dynamic |")
+              + " | ".join("%s vs float32" % d for d in SERVING_DTYPES[1:])
+              + " | float32 fixed ms | fixed vs best dynamic |")
     lines = ["%s, max_seq_length %d, dynamic shapes, serving_single, "
              "medians per batch (steady state)" % (preset, seq_length), "",
              header, "|---" * (header.count("|") - 1) + "|"]
     for name, seconds in rows:
         cells = ["%.1f" % (1e3 * seconds[d]) for d in SERVING_DTYPES]
-        cells += ["%.2fx" % (seconds["float32"] / seconds[d])
-                  for d in SERVING_DTYPES[1:]]
+        cells += [serving_dtype_auto.compared_with_float32(
+            seconds[d] / seconds["float32"]) for d in SERVING_DTYPES[1:]]
         if "float32 fixed" in seconds:
             best = min(seconds[d] for d in SERVING_DTYPES)
             cells += ["%.1f" % (1e3 * seconds["float32 fixed"]),
-                      "%.2fx" % (seconds["float32 fixed"] / best)]
+                      "%.2fx the latency" % (seconds["float32 fixed"] / best)]
         else:
             cells += ["-", "-"]
         lines.append("| %s | %s |" % (name, " | ".join(cells)))

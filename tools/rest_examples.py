@@ -321,12 +321,18 @@ def _commands(model_name, port):
         "```",
         "",
         "Serve it (the official image links the tensorflow-text ops; "
-        "`$EXPORT_DIR` must be an absolute path):",
+        "`$EXPORT_DIR` must be an absolute path; "
+        "`--xla_cpu_compilation_enabled=true` is what an int8 export needs, "
+        "and a model without XLA-compiled functions does not use it). The "
+        "export ends by printing the exact `tensorflow_model_server` and "
+        "`docker run` commands for what it wrote (all three models, through "
+        "a `--model_config_file` it writes into the version):",
         "",
         "```sh",
         "docker run --rm -p %d:8501 "
         "--mount type=bind,source=$EXPORT_DIR/%s,target=/models/%s "
-        "-e MODEL_NAME=%s -t tensorflow/serving:latest"
+        "-e MODEL_NAME=%s -t tensorflow/serving:latest "
+        "--xla_cpu_compilation_enabled=true"
         % (port, model_name, model_name, model_name),
         "```",
         "",
