@@ -219,6 +219,11 @@ def _parse_args():
     parser.add_argument("--beam_workers", default="2",
                         help="DirectRunner worker processes ('' to skip).")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--runner", choices=("local", "dask"),
+                        default="local",
+                        help="dask: the builder on Dask clusters of "
+                        "--workers single-thread workers against the local "
+                        "builder, at each --scaling corpus size.")
     parser.add_argument("--scaling", default="1,4,16",
                         help="Corpus repetitions for the memory rows ('' to skip).")
     parser.add_argument("--work_dir",
@@ -300,8 +305,93 @@ def _print_scaling_table(corpus, model, out_dir, args, env):
                   flush=True)
 
 
+def _worker_usage(pids):
+    """`{pid: (CPU s, peak RSS MB)}` of worker processes: user + system
+    time, and VmHWM (the process's peak resident memory)."""
+    usage = {}
+    for pid in pids:
+        cpu = 0.0
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+            cpu = (int(fields[11]) + int(fields[12])) / os.sysconf(
+                "SC_CLK_TCK")
+        peak = 0.0
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    peak = int(line.split()[1]) / 1024.0
+        usage[pid] = (cpu, peak)
+    return usage
+
+
+def measure_dask(corpus, model, out_dir, workers, args, env):
+    """One CLI run on a fresh Dask cluster of `workers` single-thread
+    worker processes (`dask_runner.ProcessCluster`); returns `measure`'s
+    dict plus `workers`: `[(CPU share, peak RSS MB)]`, one per worker."""
+    from data_prep import dask_runner
+
+    name = "dask%d-%s" % (workers, os.path.basename(corpus))
+    output = os.path.join(out_dir, name, "t.tfrecord")
+    cluster_dir = tempfile.mkdtemp(dir=out_dir)
+    with dask_runner.ProcessCluster(workers, cluster_dir) as cluster:
+        pids = list(cluster.worker_pids().values())
+        before = _worker_usage(pids)
+        command = [
+            sys.executable, "-m", "data_prep.create_pretraining_data",
+            "--input_file=%s" % corpus, "--output_file=%s" % output,
+            "--spm_model_file=%s" % model,
+            "--max_seq_length=%d" % args.max_seq_length,
+            "--max_predictions_per_seq=%d" % args.max_predictions_per_seq,
+            "--dupe_factor=%d" % args.dupe_factor,
+            "--num_output_shards=%d" % args.num_output_shards,
+            "--chunk_mb=%g" % args.chunk_mb,
+            "--shuffle_memory_mb=%g" % args.shuffle_memory_mb,
+            "--runner=DaskRunner",
+            "--dask_client_address=%s" % cluster.address]
+        wall, cpu, peak_total, peak_main = run_measured(command, env)
+        after = _worker_usage(pids)
+    used = {pid: after[pid][0] - before[pid][0] for pid in pids}
+    total = sum(used.values()) or 1.0
+    with open(output_lib.stats_path(output)) as f:
+        stats = json.load(f)
+    shards = []
+    for path in stats["output_files"]:
+        with open(path, "rb") as f:
+            shards.append(hashlib.sha256(f.read()).hexdigest())
+    return dict(instances=stats["instances"], elapsed=stats["elapsed_s"],
+                wall=wall, cpu=cpu + total, shards=shards,
+                read_mb=stats["read"]["bytes"] / 1e6,
+                workers=[(used[pid] / total, after[pid][1]) for pid in pids])
+
+
+def _print_dask_table(corpus, model, out_dir, args, env):
+    """`--runner=dask`: for each corpus repetition (`--scaling`) and worker
+    count (`--workers`), the local builder and a Dask cluster of as many
+    single-thread worker processes, one run each, in turn."""
+    print("| corpus | MB read | workers | local instances/s | Dask "
+          "instances/s | vs local | Dask instances per CPU s | each worker: "
+          "CPU share, peak RSS MB | same bytes |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|---|")
+    workers = [int(w) for w in args.workers.split(",") if w]
+    for times in [int(s) for s in args.scaling.split(",") if s]:
+        inputs = repeated_corpus(corpus, times)
+        for count in workers:
+            local = measure(inputs, model, out_dir, count, args, env)
+            dask = measure_dask(inputs, model, out_dir, count, args, env)
+            local_rate = local["instances"] / local["elapsed"]
+            rate = dask["instances"] / dask["elapsed"]
+            print("| %dx | %.1f | %d | %.0f | %.0f | %.2f | %.0f | %s | %s |" % (
+                times, dask["read_mb"], count, local_rate, rate,
+                rate / local_rate, dask["instances"] / dask["cpu"],
+                "; ".join("%.0f%%, %.0f" % (100 * share, peak)
+                          for share, peak in dask["workers"]),
+                "yes" if dask["shards"] == local["shards"] else "NO"),
+                  flush=True)
+
+
 def main():
-    """Runs the benchmark and prints its two tables."""
+    """Runs the benchmark and prints its two tables (`--runner=dask`: the
+    Dask table)."""
     args = _parse_args()
     env = dict(os.environ)
     env["PYTHONPATH"] = _ROOT + os.pathsep + env.get("PYTHONPATH", "")
@@ -315,6 +405,9 @@ def main():
                        args.max_seq_length, args.dupe_factor, args.chunk_mb,
                        args.num_output_shards, cores, args.repeats))
     print()
+    if args.runner == "dask":
+        _print_dask_table(corpus, model, out_dir, args, env)
+        return
     _print_speed_table(corpus, model, out_dir, args, env)
     _print_scaling_table(corpus, model, out_dir, args, env)
 

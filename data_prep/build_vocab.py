@@ -12,7 +12,8 @@ checked), one run at a time writes a prefix (a second fails at once, naming
 the first's process id), and a `--vocab_size` the corpus cannot give is one
 line naming the flag. See `data_prep.vocab.train_vocab`.
 
-With `--runner=DataflowRunner` (or any Beam runner) the sentence sample is
+With `--runner=DaskRunner --dask_client_address=tcp://HOST:PORT` (or
+DataflowRunner, any Beam runner) the sentence sample is
 drawn by an Apache Beam pipeline reading the files in parallel, the same
 sample as the local read (`data_prep.beam_vocab`); SentencePiece then trains
 here. Beam's other pipeline options follow on the command line
@@ -67,7 +68,8 @@ class Options:
     runner: Optional[str] = option(
         None,
         "Draw the sentence sample with an Apache Beam pipeline on this runner "
-        "(DirectRunner, DataflowRunner, FlinkRunner, SparkRunner, ...); "
+        "(DaskRunner with --dask_client_address=tcp://HOST:PORT, "
+        "DirectRunner, DataflowRunner, FlinkRunner, SparkRunner, ...); "
         "Beam's other pipeline options follow on the command line. Unset: "
         "read the corpus here. The sample is the same.")
 

@@ -26,11 +26,12 @@ output whatever `--num_workers` and `--shuffle_memory_mb` are. See
 `data_prep.pipeline` for the data flow and the bounded memory, and
 `data_prep.shuffle` for the shuffle.
 
-Past one machine, `--runner=DataflowRunner` (or FlinkRunner, SparkRunner,
-DirectRunner, PrismRunner) runs the same work as an Apache Beam pipeline and
-writes the same bytes; the other Beam pipeline options (`--project`,
-`--region`, `--temp_location`, `--setup_file`, `--direct_num_workers`, ...)
-follow on the command line. See `data_prep.beam_pipeline` and the README.
+Past one machine, `--runner=DaskRunner` (or DataflowRunner, FlinkRunner,
+SparkRunner, DirectRunner, PrismRunner) runs the same work as an Apache Beam
+pipeline and writes the same bytes; the other Beam pipeline options
+(`--dask_client_address`, `--project`, `--region`, `--temp_location`,
+`--setup_file`, `--direct_num_workers`, ...) follow on the command line.
+See `data_prep.beam_pipeline` and docs/beam.md.
 """
 
 import dataclasses
@@ -124,10 +125,12 @@ class Options:
         "epoch.")
     runner: Optional[str] = option(
         None,
-        "Run as an Apache Beam pipeline on this runner (DirectRunner, "
-        "PrismRunner, DataflowRunner, FlinkRunner, SparkRunner, ...); Beam's "
-        "other pipeline options follow on the command line. Unset: the local "
-        "builder. Both write the same bytes.")
+        "Run as an Apache Beam pipeline on this runner (DaskRunner with "
+        "--dask_client_address=tcp://HOST:PORT, DirectRunner, PrismRunner, "
+        "DataflowRunner, FlinkRunner, SparkRunner, ...); Beam's other "
+        "pipeline options follow on the command line. Local paths are made "
+        "absolute; one the runner's workers cannot reach is refused. Unset: "
+        "the local builder. Both write the same bytes.")
     max_line_bytes: int = option(
         reader.DEFAULT_MAX_LINE_BYTES,
         "Longer input lines are skipped (and counted).", minimum=1,

@@ -39,6 +39,7 @@ _PRETRAIN = "tests/journeys/test_pretrain_journey.py"
 _FINETUNE = "tests/journeys/test_finetune_journey.py"
 _CONVERT = "tests/journeys/test_convert_journey.py"
 _COMMON = "tests/journeys/common.py"
+_DASK = "tests/journeys/test_dask_journey.py"
 
 # Key -> the journey module that reads the command with `command(key)`.
 JOURNEYS = {
@@ -48,6 +49,11 @@ JOURNEYS = {
         _COMMON,
     # docs/beam.md
     "--runner=DirectRunner": _PRETRAIN,
+    "dask scheduler --host 127.0.0.1": _DASK,
+    "dask worker tcp://127.0.0.1:8786": _DASK,
+    "build_vocab --runner=DaskRunner": _DASK,
+    "create_pretraining_data --runner=DaskRunner": _DASK,
+    "kill %2 %1": _DASK,
     # docs/pretraining.md
     "python -m albert_tf.run_pretraining --input_file='data/train.tfrecord-*'":
         _COMMON,
@@ -99,10 +105,13 @@ NOT_RUN_HERE = {
     "docker run": "needs Docker and the tensorflow/serving image; "
                   "tests/test_rest_examples.py sends every documented "
                   "request to the export the command serves",
-    "--runner=DataflowRunner": "needs a Google Cloud project; the journey "
-                               "runs the block's DirectRunner command",
-    "--runner=FlinkRunner": "needs a Flink cluster; the journey runs the "
-                            "block's DirectRunner command",
+    "--runner=DataflowRunner": "needs a Google Cloud project; the journeys "
+                               "run the DirectRunner command and the Dask "
+                               "block",
+    "--runner=FlinkRunner": "needs a Flink cluster, and the runner downloads "
+                            "a job-server jar from Maven Central, which test "
+                            "machines cannot reach; the journeys run the "
+                            "DirectRunner command and the Dask block",
 }
 
 
