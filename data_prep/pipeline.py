@@ -26,6 +26,7 @@ The order, the modes and the statistics, for users: docs/pretraining_data.md.
 
 import collections
 import dataclasses
+import hashlib
 import itertools
 import json
 import multiprocessing
@@ -502,6 +503,17 @@ def _write_shards(plan, settings, results, totals, progress_, read_counters,
     return shards, mixed
 
 
+def vocabulary_record(spm_model_file, model_proto):
+    """The statistics file's record of the vocabulary the records were
+    built with, by path and content (`sha256`): a training run on the
+    records copies it into its model folders when the file there still
+    has that content (`albert_tf.training.model_files`)."""
+    path = (spm_model_file if "://" in spm_model_file
+            else os.path.abspath(spm_model_file))
+    return {"spm_model_file": path,
+            "sha256": hashlib.sha256(model_proto).hexdigest()}
+
+
 def _run_statistics(plan, settings, chunk_bytes, global_shuffle, totals,
                     read_counters, shards, mixed, start_time):
     """The statistics dict of a written run: the counts, the mixing measure,
@@ -627,5 +639,6 @@ def _create_locked(input_file, output_file, spm_model_file, options,
                                   locked.lock)
     stats = _run_statistics(plan, settings, chunk_bytes, global_shuffle,
                             totals, read_counters, shards, mixed, start_time)
+    stats["vocabulary"] = vocabulary_record(spm_model_file, plan.model_proto)
     _finish_run(stats, plan, output_file, read_counters, shards, locked.lock)
     return stats

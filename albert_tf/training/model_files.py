@@ -9,17 +9,19 @@ at the start, from what says which vocabulary the records were built with:
 
 1. `--spm_model_file`, when given;
 2. the data builder's statistics file beside the records
-   (`stats.<name>.json`, from `create_pretraining_data` and the Beam
-   pipeline), whose `output_files` list the records and whose `settings`
-   name the `spm_model_file` they were built with;
+   (`stats.<name>.json`, from `create_pretraining_data`), whose
+   `output_files` list the records and whose `vocabulary` names the
+   `spm_model_file` they were built with and its content's `sha256`;
 3. the main job's `vocab.json` beside the records (`model_file`).
 
-What is found is checked as a fact, not trusted by its name: a SentencePiece
-model that loads, with no more pieces than the model has embeddings. It is
+What is found is checked as a fact, not trusted by its name: the recorded
+content, and a SentencePiece model that loads, with no more pieces than the
+model has embeddings. It is
 then copied as `spm.model` into the run's folder and into every `best/`.
 """
 
 import glob
+import hashlib
 import json
 import os
 
@@ -40,6 +42,21 @@ def _read_json(path):
         return None
 
 
+def _recorded_vocabulary(record):
+    """The path a statistics file's `vocabulary` record names, when the
+    file there still has the recorded content (`sha256`); else None."""
+    if not isinstance(record, dict):
+        return None
+    path, digest = record.get("spm_model_file"), record.get("sha256")
+    if not isinstance(path, str) or not isinstance(digest, str) or (
+            "://" in path) or not os.path.isfile(path):
+        return None
+    with open(path, "rb") as f:
+        if hashlib.sha256(f.read()).hexdigest() != digest:
+            return None
+    return path
+
+
 def records_vocabulary(files):
     """The vocabulary the builders recorded for `files` (the records).
 
@@ -57,16 +74,14 @@ def records_vocabulary(files):
             if not isinstance(stats, dict):
                 continue
             outputs = stats.get("output_files") or []
-            settings = stats.get("settings") or {}
-            if not isinstance(outputs, list) or not isinstance(settings,
-                                                               dict):
+            if not isinstance(outputs, list):
                 continue
             # Only a statistics file of these very records counts.
             if not {os.path.abspath(str(p)) for p in outputs} & local:
                 continue
-            model_file = settings.get("spm_model_file")
-            if isinstance(model_file, str) and os.path.isfile(model_file):
-                return os.path.abspath(model_file), stats_file
+            model_file = _recorded_vocabulary(stats.get("vocabulary"))
+            if model_file:
+                return model_file, stats_file
         record = _read_json(os.path.join(folder, DATA_VOCAB_RECORD))
         model_file = record.get("model_file") if isinstance(record,
                                                             dict) else None
