@@ -214,3 +214,25 @@ def test_report_text(tmp_path):
             "over 10 independent held-out pairs: at chance (sentence order "
             "is not learned at this budget") in text
     assert text.count("machine: ") == 1
+
+
+def test_a_collapsed_classifier_is_in_the_report(tmp_path):
+
+    report = _report(str(tmp_path))
+    task = report["finetune"]["tasks"][0]
+    tuned = {"dev_accuracy": 0.246, "majority_accuracy": 0.5, "steps": 9,
+             "collapsed": True, "predicted_class": 1, "eval_examples": 3}
+    labels = ["in order", "swapped"]
+    tuned["collapse_warning"] = stages_downstream.collapse_warning(
+        type("Task", (), {"name": "sentence_order", "labels": labels}), tuned)
+    task["finetuned"] = tuned
+    report_lib.summarize(report)
+    assert report["finetune"]["collapsed"] == {
+        "sentence_order": tuned["collapse_warning"]}
+    assert "answers 'swapped' for all 3 dev examples" in (
+        tuned["collapse_warning"])
+    text = report_lib.format_report(report).splitlines()
+    assert ("    fine-tuned (the pretrained encoder, 9 steps, one run): dev "
+            "accuracy 24.6% (the majority class alone: 50.0%); served "
+            "below") in text
+    assert "    COLLAPSED: " + tuned["collapse_warning"] in text

@@ -27,6 +27,7 @@ import tensorflow as tf
 
 from albert_tf.layers.task_heads import ClassificationHead
 from albert_tf.models.encoder import INPUT_NAMES
+from albert_tf.training import baselines
 from albert_tf.training import lamb
 
 HEAD_NAME = "classifier"
@@ -119,8 +120,11 @@ class Finetuner:
                 `get_weights` gives; None: as it is).
 
         Returns:
-            A dict: `dev_accuracy`, `dev_loss`, `train_loss` (last step),
-            `steps` and `seconds`.
+            A dict: `dev_accuracy`, `majority_accuracy` (the dev set's
+            most frequent label's share), `collapsed` (it answered one
+            class for every dev example; `predicted_class` names it) with
+            `baselines.classifier_answers`, `dev_loss`, `train_loss` (last
+            step), `steps` and `seconds`.
         """
         start = time.time()
         self._reset(seed, encoder_weights)
@@ -134,8 +138,13 @@ class Finetuner:
         log_probs = logits - np.logaddexp.reduce(logits, axis=1,
                                                  keepdims=True)
         labels = np.asarray(dev_y)
+        predictions = np.argmax(logits, 1)
+        answers = baselines.classifier_answers(labels, predictions)
         return {
-            "dev_accuracy": float(np.mean(np.argmax(logits, 1) == labels)),
+            "dev_accuracy": float(np.mean(predictions == labels)),
+            "majority_accuracy": baselines.majority(labels)[1],
+            **answers,
+            "collapsed": baselines.collapsed_class(answers) is not None,
             "dev_loss": float(-np.mean(
                 log_probs[np.arange(len(labels)), labels])),
             "train_loss": float(history.history["loss"][-1]),

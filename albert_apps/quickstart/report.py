@@ -147,6 +147,11 @@ def summarize(report):
                                 report["records"]["eval"]["instances"])
     report["finetune"]["verdicts"] = {t["name"]: t["verdict"]
                                       for t in report["finetune"]["tasks"]}
+    # A classifier that answers one class for every dev example, by task.
+    report["finetune"]["collapsed"] = {
+        t["name"]: t["finetuned"]["collapse_warning"]
+        for t in report["finetune"]["tasks"]
+        if (t.get("finetuned") or {}).get("collapsed")}
     report["plot"] = os.path.join(output_dir, CURVES_PNG)
     report["plot_points"] = training_curves(trained["output_dir"],
                                             report["plot"], {
@@ -271,12 +276,17 @@ def _finetune_lines(report):
             "    margin %+.1f points %s: %s" % (
                 100 * task["margin"], _interval(task["margin_ci95"]),
                 task["verdict"])]
-        if task.get("finetuned"):
+        tuned = task.get("finetuned")
+        if tuned:
+            majority = tuned.get("majority_accuracy")
             lines.append(
                 "    fine-tuned (the pretrained encoder, %d steps, one run): "
-                "dev accuracy %s; served below" % (
-                    task["finetuned"]["steps"],
-                    _pct(task["finetuned"]["dev_accuracy"])))
+                "dev accuracy %s%s; served below" % (
+                    tuned["steps"], _pct(tuned["dev_accuracy"]),
+                    "" if majority is None else
+                    " (the majority class alone: %s)" % _pct(majority)))
+            if tuned.get("collapsed"):
+                lines.append("    COLLAPSED: " + tuned["collapse_warning"])
         if task.get("short"):
             lines.append("    note: " + task["short"])
     for name, reason in sorted(f.get("skipped", {}).items()):

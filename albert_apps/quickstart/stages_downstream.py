@@ -188,14 +188,34 @@ def _finetune_and_export(config, pretrained, task, train_x, dev_x, length,
                           task.dev_labels, seed=0,
                           encoder_weights=pretrained.get_weights())
     logging.info("Fine-tuned the pretrained encoder on %s: dev "
-                 "accuracy %.4f (%.1f s)", task.name,
-                 tuned["dev_accuracy"], tuned["seconds"])
+                 "accuracy %.4f, the majority class alone %.4f (%.1f s)",
+                 task.name, tuned["dev_accuracy"], tuned["majority_accuracy"],
+                 tuned["seconds"])
+    if tuned["collapsed"]:
+        tuned["collapse_warning"] = collapse_warning(task, tuned)
+        logging.warning("%s", tuned["collapse_warning"])
     classifier = finetuned_exports.export_classifier(
         finetuner.model, vocabulary["model_file"],
         os.path.join(output_dir, "export"),
         labels=list(task.labels), max_seq_length=length,
         model_name=CLASSIFIER_PREFIX + task.name)
     return tuned, classifier
+
+
+def collapse_warning(task, tuned):
+    """The line that says a fine-tuned classifier collapsed: it answered
+    one class for every dev example."""
+    answered = tuned["predicted_class"]
+    label = (task.labels[answered] if 0 <= answered < len(task.labels)
+             else answered)
+    return ("The classifier fine-tuned on %s collapsed: it answers %r for "
+            "all %d dev examples (accuracy %.1f%%, the majority class alone "
+            "%.1f%%): it has learned nothing from its input; a longer "
+            "pretraining (--num_train_steps, --train_seconds) usually "
+            "helps." % (
+                task.name, label, tuned["eval_examples"],
+                100 * tuned["dev_accuracy"],
+                100 * tuned["majority_accuracy"]))
 
 
 def _finetune_result(results, chosen, skipped, exported, seeds,
