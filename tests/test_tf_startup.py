@@ -243,3 +243,38 @@ def test_pretraining_and_a_litert_export_print_no_quiet_line(tmp_path):
             assert words.decode() not in done.stderr, (words, done.stderr)
     assert "Saved checkpoint run/ckpt-4" in runs[0].stderr
     assert "encoder.tflite" in runs[1].stderr
+
+
+@pytest.mark.slow
+def test_on_a_terminal_a_progress_bar_still_draws(tmp_path):
+    """The stream passes through the filter yet ends at the terminal:
+    `progress.interactive()` says so and a bar is drawn, with no quiet
+    line."""
+    code = textwrap.dedent("""
+        from data_prep import progress, tf_startup
+        tf_startup.import_tensorflow()
+        print(progress.interactive(), flush=True)
+        with progress.bar(total=3, description="work") as bar:
+            bar.update(3)
+    """)
+    terminal, program_side = os.openpty()
+    done = subprocess.Popen([sys.executable, "-c", code], cwd=REPO,
+                            env=_user_env(), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=program_side)
+    os.close(program_side)
+    out, _ = done.communicate(timeout=120)
+    shown = b""
+    while True:
+        try:
+            data = os.read(terminal, 1 << 16)
+        except OSError:  # The program side is closed.
+            break
+        if not data:
+            break
+        shown += data
+    os.close(terminal)
+    assert done.returncode == 0, shown[-3000:]
+    assert out == b"True\n"
+    assert b"work: 100%" in shown and b"3/3" in shown
+    for words in _QUIET_WORDS:
+        assert words not in shown, words
