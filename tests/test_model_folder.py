@@ -118,3 +118,66 @@ def test_finetuning_and_export_take_it(pretraining_run, tmp_path):
         max_seq_length=SEQ)
     assert os.path.isdir(paths["serving"])
     assert np.isfinite(report["best"]["accuracy"])
+
+
+def _stats(folder, outputs, vocabulary=None, digest=None):
+    """A statistics file as `create_pretraining_data` leaves it."""
+    import hashlib
+
+    record = None
+    if vocabulary:
+        with open(vocabulary, "rb") as f:
+            record = {"spm_model_file": vocabulary,
+                      "sha256": digest or hashlib.sha256(f.read()).hexdigest()}
+    with open(os.path.join(folder, "stats.train.tfrecord.json"), "w") as f:
+        json.dump({"output_files": outputs, "vocabulary": record}, f)
+
+
+def test_the_records_vocabulary_is_taken_by_its_recorded_content(
+        tmp_path, spm_model_path):
+    from albert_tf.training import model_files
+
+    data = tmp_path / "data"
+    data.mkdir()
+    shard = str(data / "train.tfrecord")
+    open(shard, "wb").close()
+    _stats(str(data), [shard], spm_model_path)
+    assert model_files.records_vocabulary([shard]) == (
+        spm_model_path, str(data / "stats.train.tfrecord.json"))
+    # The file at the recorded path changed since the records were built:
+    # not theirs.
+    _stats(str(data), [shard], spm_model_path, digest="0" * 64)
+    assert model_files.records_vocabulary([shard]) == (None, None)
+    # Statistics of other records in the same folder are not read.
+    _stats(str(data), [str(data / "other.tfrecord")], spm_model_path)
+    assert model_files.records_vocabulary([shard]) == (None, None)
+    # The main job's vocab.json beside its records.
+    with open(data / "vocab.json", "w") as f:
+        json.dump({"model_file": spm_model_path}, f)
+    assert model_files.records_vocabulary([shard])[0] == spm_model_path
+
+
+def test_a_spm_model_file_that_is_not_this_models_vocabulary_is_refused(
+        tmp_path, spm_model_path):
+    from albert_tf.training import pretraining
+    from tests import test_pretraining as t
+
+    data = t.write_records(str(tmp_path / "data.tfrecord"), 8)
+    out = str(tmp_path / "out")
+    not_a_model = tmp_path / "notes.txt"
+    not_a_model.write_text("not a vocabulary\n")
+    for path, message in ((str(not_a_model), "is not a SentencePiece model"),
+                          (str(tmp_path), "names no file")):
+        task = pretraining.PretrainingTask(t.options(data, out,
+                                                     spm_model_file=path))
+        with pytest.raises(ValueError, match=message):
+            task.vocabulary()
+    # More pieces than the model's embeddings: another model's vocabulary.
+    from albert_tf import AlbertConfig
+
+    small = AlbertConfig.from_dict(dict(t.TINY, vocab_size=50))
+    task = pretraining.PretrainingTask(t.options(
+        data, out, config=small, spm_model_file=spm_model_path))
+    with pytest.raises(ValueError, match="not this model's vocabulary"):
+        task.vocabulary()
+    assert not os.path.exists(out)

@@ -503,10 +503,11 @@ class Trainer(evaluation.Evaluation):
         iterator = self._train_iterator(start)
         self._jit = xla_autotune.resolve(options, self.strategy, self.is_chief)
         writer = self._train_writer()
-        logging.info("Training from step %d to %d, up to %d steps a loop "
+        logging.info("Training from step %d to %d, up to %d steps a "
+                     "compiled call, a progress line at least every %g s "
                      "(SIGTERM or SIGINT: stop after the current step and "
                      "save it).", start, options.num_steps,
-                     options.iterations_per_loop)
+                     options.iterations_per_loop, options.progress_interval_s)
         self._interactive = self.is_chief and progress.interactive()
         self._bar = progress.bar(
             total=options.num_steps, description="train", unit="step",
