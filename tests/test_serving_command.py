@@ -2,6 +2,7 @@
 the XLA flag exactly when an int8 model was written, a config file when
 several SavedModels were, the base path and the REST port."""
 
+import ast
 import os
 import shlex
 
@@ -35,6 +36,25 @@ def test_one_model_is_served_by_name_and_base_path(tmp_path):
     assert "8501:8501" in docker and "MODEL_NAME=clf" in docker
     assert "type=bind,source=%s,target=/models/clf" % base in docker
     assert docker[docker.index("-t") + 1] == "tensorflow/serving:latest"
+
+
+def test_odd_paths_are_quoted_in_the_commands_and_the_config(tmp_path):
+    """A folder name with spaces, quotes and a backslash reaches the model
+    server whole: shell-quoted in the commands, escaped in the config."""
+    from export import serving_command
+
+    base = str(tmp_path / "it's a \"b\\c\" dir")
+    server, docker = _commands(serving_command.command_block(
+        base, ["a", "b"], xla=False,
+        config_file=os.path.join(base, "a", "1", "models.config")))
+    assert server[-1] == "--model_config_file=" + os.path.join(
+        base, "a", "1", "models.config")
+    assert "type=bind,source=%s,target=%s" % (base, base) in docker
+    text = serving_command.model_config(base, ["a", "b"])
+    # Text-format strings escape as Python's literals do.
+    paths = [ast.literal_eval(line.split(":", 1)[1].strip())
+             for line in text.splitlines() if "base_path:" in line]
+    assert paths == [os.path.join(base, "a"), os.path.join(base, "b")]
 
 
 def test_an_int8_export_gets_the_flag_in_both_commands(tmp_path):
