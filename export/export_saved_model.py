@@ -89,6 +89,11 @@ def check_options(options):
     """
     options_lib.check_values(options)
     check_model_name(options.model_name)
+    if options.litert_inputs != "text" and options.format != "litert":
+        raise ValueError("--litert_inputs=%s takes effect with --format=litert "
+                         "only; add it, or leave --litert_inputs out. "
+                         "Received: --format=%s"
+                         % (options.litert_inputs, options.format))
     for flag in ("albert_config_file", "spm_model_file"):
         path = getattr(options, flag)
         if "://" not in path and not os.path.isfile(path):

@@ -290,6 +290,22 @@ def test_litert_inputs_are_the_flag_choices():
     assert field.metadata["choices"] == litert.LITERT_INPUTS
 
 
+def test_ids_inputs_without_the_litert_format_are_refused():
+    import dataclasses
+
+    from export import export_saved_model
+
+    flags = options.ExportOptions(
+        checkpoint="c", albert_config_file="a", spm_model_file="s",
+        export_dir="e", litert_inputs="ids")
+    with pytest.raises(ValueError, match="--litert_inputs=ids takes effect "
+                       "with --format=litert only"):
+        export_saved_model.check_options(flags)
+    with pytest.raises(FileNotFoundError):  # past that check
+        export_saved_model.check_options(dataclasses.replace(
+            flags, format="litert"))
+
+
 def test_ids_in_export_has_builtin_ops_only_and_agrees(tmp_path):
     """`--format=litert --litert_inputs=ids`: `model.tflite` beside the
     SavedModels, no custom op in its flatbuffer, loaded and run by the
