@@ -242,21 +242,76 @@ class _ReadSlot(beam.DoFn):
             yield _READ, counters
 
 
+def _spill_path(temp_dir, key):
+    """The file of a chunk's records, grouped by bucket (`write_spill`)."""
+    return "%s/spill-%06d-%06d" % (temp_dir, key[0], key[1])
+
+
+def write_spill(path, buckets, frames):
+    """Writes a chunk's records grouped by bucket, each group in chunk
+    order: a little-endian uint64 group count, `(bucket, byte size)` uint64
+    pairs, then the groups in bucket order. Through a temporary name.
+
+    Returns:
+        The buckets reached, ascending.
+    """
+    order = np.argsort(buckets, kind="stable")
+    reached, starts = np.unique(buckets[order], return_index=True)
+    sizes = np.array([len(f) for f in frames], "<u8")[order]
+    group_sizes = np.add.reduceat(sizes, starts) if len(order) else sizes
+    header = np.empty((len(reached), 2), "<u8")
+    header[:, 0], header[:, 1] = reached, group_sizes
+    temp_path = _attempt_path(path)
+    with filesystems.create(temp_path, _REMOTE) as f:
+        f.write(np.array([len(reached)], "<u8").tobytes())
+        f.write(header.tobytes())
+        for index in order.tolist():
+            f.write(frames[index])
+    filesystems.rename(temp_path, path, _REMOTE)
+    return reached.tolist()
+
+
+def read_spill(path, bucket):
+    """The framed records of `bucket` in a chunk's spill file, in order."""
+    with filesystems.open_read(path, _REMOTE) as f:
+        count = int(np.frombuffer(f.read(_SIZE_BYTES), "<u8")[0])
+        header = np.frombuffer(f.read(count * 2 * _SIZE_BYTES),
+                               "<u8").reshape(count, 2)
+        index = int(np.searchsorted(header[:, 0], bucket))
+        if index == count or header[index, 0] != bucket:
+            raise OSError("Spill file %s holds no bucket %d." % (path, bucket))
+        f.seek(_SIZE_BYTES * (1 + 2 * count) + int(header[:index, 1].sum()))
+        data = f.read(int(header[index, 1]))
+    if len(data) != int(header[index, 1]):
+        raise OSError("Spill file %s is truncated." % path)
+    frames, position = [], 0
+    while position < len(data):
+        length = int.from_bytes(data[position:position + 8], "little")
+        frames.append(data[position:position + length + 16])
+        position += length + 16
+    return frames
+
+
 class _BuildChunk(beam.DoFn):
     """`("chunk", chunk)` -> its records; `("read", counters)` passes.
 
     Emits `("built", key, record count, counters)` per chunk. Global
-    shuffle (`bits` set): also `("bucket", bucket, [(shuffle key, frame),
-    ...])`, one element per bucket the chunk reaches. Chunk order (`bits`
-    None): the records go to the chunk's piece file.
+    shuffle (`bits` set): also one `("bucket", bucket, value)` per bucket
+    the chunk reaches, where `value` is the chunk's records of that bucket,
+    `[(shuffle key, frame), ...]` (through the engine's shuffle), or with
+    `spill` the chunk's `(key, record count)`, its records written to its
+    spill file (`write_spill`). Chunk order (`bits` None): the records go
+    to the chunk's piece file.
     """
 
-    def __init__(self, settings, temp_dir, num_shards, topic, bits=None):
+    def __init__(self, settings, temp_dir, num_shards, topic, bits=None,
+                 spill=False):
         self._settings = settings
         self._temp_dir = temp_dir
         self._num_shards = num_shards
         self._topic = topic
         self._bits = bits
+        self._spill = spill
         self._processor = None
 
     def setup(self):
@@ -272,6 +327,13 @@ class _BuildChunk(beam.DoFn):
         if self._bits is None:
             write_piece(_piece_path(self._temp_dir, chunk.key), frames,
                         self._num_shards)
+        elif self._spill:
+            keys = shuffle.record_keys(self._settings.random_seed, chunk.key,
+                                       len(frames))
+            for bucket in write_spill(
+                    _spill_path(self._temp_dir, chunk.key),
+                    shuffle.bucket_of(keys, self._bits), frames):
+                yield _BUCKET, bucket, (chunk.key, len(frames))
         else:
             keys = shuffle.record_keys(self._settings.random_seed, chunk.key,
                                        len(frames))
@@ -286,17 +348,36 @@ class _BuildChunk(beam.DoFn):
 
 
 class _SortBucket(beam.DoFn):
-    """`(bucket, record lists)` -> the bucket's piece, sorted by
-    `(key, bytes)` as the local builder sorts; emits `((bucket,), count)`."""
+    """`(bucket, values)` -> the bucket's piece, sorted by `(key, bytes)` as
+    the local builder sorts; emits `((bucket,), count)`. With `spill` (the
+    random seed) each value names a chunk whose spill file holds records of
+    the bucket; their keys are computed again from the seed."""
 
-    def __init__(self, temp_dir, num_shards, topic):
+    def __init__(self, temp_dir, num_shards, topic, bits=None, spill=None):
         self._temp_dir = temp_dir
         self._num_shards = num_shards
         self._topic = topic
+        self._bits = bits
+        self._seed = spill
+
+    def _spilled(self, bucket, chunks):
+        for key, count in chunks:
+            keys = shuffle.record_keys(self._seed, key, count)
+            mine = keys[shuffle.bucket_of(keys, self._bits) == bucket]
+            frames = read_spill(_spill_path(self._temp_dir, key), bucket)
+            if len(frames) != len(mine):
+                raise OSError("Spill file %s holds %d records of bucket %d, "
+                              "not %d." % (_spill_path(self._temp_dir, key),
+                                           len(frames), bucket, len(mine)))
+            yield from zip(mine.tolist(), frames)
 
     def process(self, element):
-        bucket, lists = element
-        records = sorted(record for records in lists for record in records)
+        bucket, values = element
+        if self._seed is None:
+            records = sorted(record for records in values
+                             for record in records)
+        else:
+            records = sorted(self._spilled(bucket, sorted(values)))
         write_piece(_piece_path(self._temp_dir, (bucket,)),
                     [frame for _, frame in records], self._num_shards)
         dask_runner.count(self._topic, "buckets_sorted")
@@ -386,7 +467,7 @@ class _Measure(beam.DoFn):
     The launcher commits: a cluster never changes what the user sees."""
 
     def __init__(self, plan, output_file, temp_dir, instance_options,
-                 settings, start_time, vocab_size, topic):
+                 settings, start_time, vocab_size, topic, vocabulary):
         self._plan = plan
         self._vocab_size = vocab_size
         self._output_file = output_file
@@ -395,6 +476,7 @@ class _Measure(beam.DoFn):
         self._settings = settings
         self._start_time = start_time
         self._topic = topic
+        self._vocabulary = vocabulary
 
     def process(self, element):
         plan = self._plan
@@ -420,6 +502,7 @@ class _Measure(beam.DoFn):
         stats_lib.add_run(stats, plan.inputs, plan.shard_paths,
                           records_per_shard, time.time() - self._start_time,
                           self._settings)
+        stats["vocabulary"] = self._vocabulary
         tfrecord.write_text_atomically(_stats_path(self._temp_dir),
                                        json.dumps(stats, indent=2) + "\n",
                                        _REMOTE)
@@ -457,11 +540,12 @@ def _of_kind(kind, *fields):
 def build_pipeline(root, plan, settings, output_file, chunk_bytes,
                    max_line_bytes, temp_dir, run_settings, start_time,
                    bits=None, vocab_size=None, topic="data_prep",
-                   spread=_SPREAD):
+                   spread=_SPREAD, vocabulary=None):
     """Adds the builder's transforms to the pipeline `root` (see the module
     docstring); `bits`: the global shuffle's bucket bits, None for the chunk
     order; `topic`: the run's counter topic (`dask_runner.count`);
-    `spread`: the reading tasks aimed at (`reading_slots`).
+    `spread`: the reading tasks aimed at (`reading_slots`); `vocabulary`:
+    the statistics' record of it (`pipeline.vocabulary_record`).
 
     Every step has main inputs only, and one output: runners differ in how
     they compute side inputs (the DaskRunner recomputes their whole graph)
@@ -469,6 +553,13 @@ def build_pipeline(root, plan, settings, output_file, chunk_bytes,
     """
     num_shards = len(plan.shard_paths)
     options = settings.options
+    # On a file system (local, or mounted by every worker) the records go
+    # through spill files and only their names through the GroupByKey:
+    # runners that hold a GroupByKey's data in memory (Dask, the
+    # DirectRunner) then hold one chunk or one bucket per task. An object
+    # store (a URL) takes the engine's own shuffle instead of the many small
+    # reads of spill files.
+    spill = not filesystems.is_remote(temp_dir)
     sizes = dict(zip(plan.inputs, reader.file_sizes(plan.inputs, _REMOTE)))
     built = (root
              | "Slots" >> beam.Create(reading_slots(plan.units, sizes,
@@ -478,7 +569,8 @@ def build_pipeline(root, plan, settings, output_file, chunk_bytes,
                  _ReadSlot(chunk_bytes, max_line_bytes, topic))
              | "SpreadChunks" >> beam.Reshuffle()
              | "BuildChunk" >> beam.ParDo(
-                 _BuildChunk(settings, temp_dir, num_shards, topic, bits)))
+                 _BuildChunk(settings, temp_dir, num_shards, topic, bits,
+                             spill)))
     if bits is None:
         piece_counts = built | "ChunkCounts" >> beam.FlatMap(
             _of_kind(_BUILT, 1, 2))
@@ -488,7 +580,9 @@ def build_pipeline(root, plan, settings, output_file, chunk_bytes,
                             _of_kind(_BUCKET, 1, 2))
                         | "Buckets" >> beam.GroupByKey()
                         | "SortBucket" >> beam.ParDo(
-                            _SortBucket(temp_dir, num_shards, topic)))
+                            _SortBucket(temp_dir, num_shards, topic, bits,
+                                        settings.random_seed if spill
+                                        else None)))
     ready = (piece_counts
              | "KeyPieces" >> beam.Map(lambda count: (None, count))
              | "AllPieces" >> beam.GroupByKey()
@@ -518,7 +612,7 @@ def build_pipeline(root, plan, settings, output_file, chunk_bytes,
             | "AllResults" >> beam.GroupByKey()
             | "Measure" >> beam.ParDo(
                 _Measure(plan, output_file, temp_dir, options, run_settings,
-                         start_time, vocab_size, topic)))
+                         start_time, vocab_size, topic, vocabulary)))
 
 
 def _clean_up(plan, temp_dir):
@@ -659,7 +753,9 @@ def _create_locked(input_file, output_file, spm_model_file, runner,
         root = beam.Pipeline(options=beam_pipeline_options)
         build_pipeline(root, plan, settings, output_file, chunk_bytes,
                        max_line_bytes, temp_dir, run_settings, start_time,
-                       bits, vocab_size, topic, spread)
+                       bits, vocab_size, topic, spread,
+                       pipeline.vocabulary_record(spm_model_file,
+                                                  plan.model_proto))
         counters = dask_runner.run(root, topic)
         _commit(plan, output_file, temp_dir)
     except BaseException as e:

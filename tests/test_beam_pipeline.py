@@ -59,10 +59,18 @@ def test_direct_runner_writes_the_local_bytes(tmp_path, corpus,
     assert [len(unit) for unit in plan.units] == [3, 1, 1]
     local = _build("local", corpus, str(tmp_path / "l" / "t.tfrecord"),
                    spm_model_path, num_output_shards=shards)
+    counters = {}
     beam = _build("DirectRunner", corpus, str(tmp_path / "b" / "t.tfrecord"),
-                  spm_model_path, num_output_shards=shards)
+                  spm_model_path, num_output_shards=shards,
+                  counters_out=counters)
     assert local["read"]["files"] == 5 and local["instances"] > 500
     _same_run(local, beam)
+    # Beam's counters: each chunk built once, each shard written once.
+    chunks = sum(1 for _ in reader.iter_corpus_chunks(
+        plan.units, reader.ReadCounters(), 15_000))
+    assert counters["chunks_built"] == chunks
+    assert counters["shards_written"] == shards
+    assert counters["buckets_sorted"] == counters["measures"] == 1
     # Only the shards and the statistics remain: the pieces are gone.
     assert sorted(os.listdir(tmp_path / "b")) == sorted(
         os.path.basename(p) for p in beam["output_files"] + [
@@ -80,6 +88,21 @@ def test_multi_process_direct_runner(tmp_path, corpus, spm_model_path):
         options=OPTIONS, dupe_factor=2, chunk_bytes=15_000,
         num_output_shards=3)
     _same_run(local, beam)
+
+
+def test_reading_slots_spread_few_units_over_the_tasks_aimed_at():
+    units = [["a", "b"], ["c"], ["d"]]
+    sizes = {"a": 10, "b": 10, "c": 100, "d": 5}
+    slots = beam_pipeline.reading_slots(units, sizes, chunk_bytes=10,
+                                        spread=8)
+    # 3 per unit at most (8 tasks over 3 units), never more than the
+    # unit's estimated chunks; each unit's slots cover 0..n-1 once.
+    assert [(u, s, n) for u, _, s, n in slots] == [
+        (0, 0, 2), (0, 1, 2), (1, 0, 3), (1, 1, 3), (1, 2, 3), (2, 0, 1)]
+    # Many units: each read once.
+    many = [[str(i)] for i in range(40)]
+    assert all(n == 1 for *_, n in beam_pipeline.reading_slots(
+        many, {str(i): 100 for i in range(40)}, 10, spread=32))
 
 
 def test_many_buckets_and_the_chunk_order_write_the_local_bytes(

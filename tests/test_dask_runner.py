@@ -173,7 +173,8 @@ def _cpu_seconds(pids):
 @pytest.mark.parametrize("shards,global_shuffle",
                          [(1, True), (3, True), (1, False), (3, False)])
 def test_a_process_cluster_writes_the_local_bytes(
-        tmp_path, corpus, spm_model_path, cluster, shards, global_shuffle):
+        tmp_path, corpus, spm_model_path, cluster, shards, global_shuffle,
+        monkeypatch):
     local = _local(corpus, str(tmp_path / "l" / "t.tfrecord"),
                    spm_model_path, num_output_shards=shards,
                    global_shuffle=global_shuffle)
@@ -181,7 +182,7 @@ def test_a_process_cluster_writes_the_local_bytes(
     before = _cpu_seconds(pids)
     counters = {}
     # A relative output: made absolute before the workers see it.
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)
     dask = _on_dask(corpus, "d/t.tfrecord", spm_model_path, cluster.address,
                     counters, num_output_shards=shards,
                     global_shuffle=global_shuffle)
