@@ -78,9 +78,14 @@ def client_address(options):
     return options.view_as(dask_runner.DaskOptions).address
 
 
-def cluster_threads(options, timeout_s=30):
+def cluster_threads(options, timeout_s=10):
     """The worker threads of the cluster a Dask run goes to (this machine's
     CPUs where Beam starts a local cluster).
+
+    Args:
+        options: the Beam `PipelineOptions`.
+        timeout_s: how long to try to connect, unless
+            `--dask_connection_timeout` says.
 
     Raises:
         ValueError: no scheduler answers at `--dask_client_address`.
@@ -89,9 +94,13 @@ def cluster_threads(options, timeout_s=30):
     if address is None:
         return os.cpu_count() or 1
     import distributed
+    from apache_beam.runners.dask import dask_runner
 
+    timeout = options.view_as(dask_runner.DaskOptions).timeout
+    if not isinstance(timeout, int):  # Unset (Dask's "no default").
+        timeout = timeout_s
     try:
-        with distributed.Client(address, timeout=timeout_s) as client:
+        with distributed.Client(address, timeout=timeout) as client:
             return max(1, sum(client.nthreads().values()))
     except (OSError, TimeoutError) as e:
         raise ValueError("No Dask scheduler answers at %s (%s). Received: "

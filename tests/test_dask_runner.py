@@ -9,6 +9,7 @@ import glob
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 
@@ -109,6 +110,21 @@ def test_the_short_name_takes_the_dask_options():
     with pytest.raises(ValueError, match="--dask_client_adress"):
         beam_pipeline.pipeline_options(
             "DaskRunner", ["--dask_client_adress=tcp://127.0.0.1:8786"])
+
+
+def test_no_scheduler_at_the_address_is_one_line(tmp_path, spm_model_path):
+    with socket.socket() as unused:  # A port nothing listens on.
+        unused.bind(("127.0.0.1", 0))
+        address = "tcp://127.0.0.1:%d" % unused.getsockname()[1]
+    with pytest.raises(ValueError, match="^No Dask scheduler answers at %s "
+                       r".*Received: --dask_client_address=%s$"
+                       % (address, address)):
+        beam_pipeline.create_pretraining_data(
+            str(tmp_path / "*.txt"), str(tmp_path / "t.tfrecord"),
+            spm_model_path, runner="DaskRunner", pipeline_args=[
+                "--dask_client_address=" + address,
+                "--dask_connection_timeout=1"])
+    assert os.listdir(tmp_path) == []
 
 
 def test_paths_workers_cannot_reach_are_refused_naming_the_flag():
