@@ -74,6 +74,10 @@ QUIET_LINES = (
               "(docs/on_device.md)"),
     QuietLine(r"tf_tfl_flatbuffer_helpers\.cc:\d+\] Ignored ", None, False,
               "converter options TensorFlow itself passes and ignores"),
+    QuietLine(r"op_level_cost_estimator\.cc:\d+\] Error in PredictCost\(\)",
+              None, False,
+              "Grappler's cost model meets an op whose shapes are known only "
+              "at run time; the graph is optimized and runs all the same"),
     QuietLine(r"Input of GeneratorDatasetOp::Dataset will not be optimized",
               None, False, "tf.data's note on Python generators"),
     QuietLine(r"contains input name\(s\) .* with unsupported characters "
