@@ -76,3 +76,28 @@ def test_the_classifier_names_its_classes():
     out = model({k: np.zeros((2, T), np.int32) for k in (
         "input_word_ids", "input_mask", "input_type_ids")})
     assert out["logits"].shape == (2, 4)
+
+
+def test_a_run_reports_progress_and_a_collapse(monkeypatch):
+    from absl import logging
+
+    from data_prep import progress
+
+    lines = []
+    monkeypatch.setattr(logging, "info", lambda msg, *args: lines.append(
+        msg % args if args else msg))
+    monkeypatch.setattr(progress, "interactive", lambda stream=None: False)
+    monkeypatch.setattr(progress, "INTERVAL_S", 0.0)  # A line every step.
+    rng = np.random.default_rng(0)
+    (train_x, _), (dev_x, _) = _data(rng, 32), _data(rng, 16)
+    # One label everywhere: the classifier learns to answer it for all.
+    tuner = finetuning.Finetuner(_encoder(0), 2, num_train_steps=6,
+                                 batch_size=16, learning_rate=0.05,
+                                 jit_compile=False)
+    result = tuner.run(train_x, np.zeros(32, np.int32), dev_x,
+                       np.zeros(16, np.int32), seed=0)
+    assert [line.split(",")[0] for line in lines] == [
+        f"fine-tune: step {step}/6" for step in range(1, 7)]
+    assert "ETA" in lines[-1]
+    assert result["collapsed"] and result["predicted_class"] == 0
+    assert result["majority_accuracy"] == 1.0 and result["eval_examples"] == 16

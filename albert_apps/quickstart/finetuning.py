@@ -29,6 +29,7 @@ from albert_tf.layers.task_heads import ClassificationHead
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.training import baselines
 from albert_tf.training import lamb
+from data_prep import progress
 
 HEAD_NAME = "classifier"
 
@@ -47,6 +48,22 @@ def classifier(encoder, num_classes=2, dropout=0.1):
     model = keras.Model(inputs, {"logits": head(pooled)}, name="finetuned")
     model.num_classes = num_classes
     return model
+
+
+class _ProgressLines(keras.callbacks.Callback):
+    """Progress lines of a run when no terminal shows Keras' bar: after the
+    first step when it was slow (compiling), then every
+    `progress.INTERVAL_S` (`progress.Reporter`)."""
+
+    def __init__(self, num_steps, batch_size):
+        super().__init__()
+        self.reporter = progress.Reporter(
+            "fine-tune", total=num_steps, unit="step",
+            examples_per_unit=batch_size, interval_s=progress.INTERVAL_S)
+
+    def on_train_batch_end(self, batch, logs=None):
+        del logs
+        self.reporter.update(batch + 1)
 
 
 def _seed_states(model):
@@ -131,8 +148,12 @@ class Finetuner:
         dataset = (tf.data.Dataset.from_tensor_slices((train_x, train_y))
                    .repeat().shuffle(len(train_y), seed=seed)
                    .batch(self.batch_size, drop_remainder=True))
-        history = self.model.fit(dataset, steps_per_epoch=self.num_train_steps,
-                                 epochs=1, shuffle=False, verbose=0)
+        interactive = progress.interactive()
+        history = self.model.fit(
+            dataset, steps_per_epoch=self.num_train_steps, epochs=1,
+            shuffle=False, verbose=1 if interactive else 0,
+            callbacks=[] if interactive else [
+                _ProgressLines(self.num_train_steps, self.batch_size)])
         logits = self.model.predict(dev_x, batch_size=128, verbose=0)
         logits = np.asarray(logits["logits"], np.float64)
         log_probs = logits - np.logaddexp.reduce(logits, axis=1,
