@@ -1,6 +1,7 @@
 r"""Benchmark of `data_prep.create_pretraining_data`: speed and peak memory.
 
     python -m benchmarks.data_prep [--corpus_mb=3] [--repeats=3]
+    python -m benchmarks.data_prep --runner=dask --workers=1,2
 
 Builds (once, cached in --work_dir) an English corpus from the Python standard
 library's docstrings (`data_prep.builtin_corpus`) and a unigram SentencePiece
@@ -29,6 +30,14 @@ instances/s and 670 MB on one core), and prints a table of medians:
 - vs local: instances/s over that of the local run with as many workers.
 Every run's shards are compared with the first run of its order: the
 other local and the Beam rows must write the same bytes.
+
+`--runner=dask --workers=1,2` prints one table instead: for each corpus
+repetition of `--scaling` and each worker count, one run of the local
+builder with as many workers and one on a fresh Dask cluster of as many
+single-thread worker processes (`dask_runner.ProcessCluster`, on
+127.0.0.1), with instances/s against the local run, instances per CPU
+second (the launcher's and the workers'), and for each worker its share of
+the workers' CPU time and its peak resident memory (VmHWM).
 
 A second table (one run each, the local builder in the global order)
 repeats the corpus 1x, 4x, 16x: longer runs amortize the start-up, and the
