@@ -485,7 +485,8 @@ def test_hugging_face_repositories_through_hf_endpoint(
         with open(os.path.join(hf_dir, name), "rb") as f:
             server.files[f"/me/tiny-albert/resolve/main/{name}"] = f.read()
     env = {"HF_ENDPOINT": server.url, "HF_HOME": str(tmp_path / "hf"),
-           "HF_HUB_DISABLE_XET": "1"}
+           "HF_HUB_DISABLE_XET": "1",
+           model_cache.CACHE_ENV: str(tmp_path / "albert_cache")}
     out = str(tmp_path / "w.npz")
     code = _LOAD_AND_SAVE.format(ref="hf://me/tiny-albert", out=out)
     first = _run(code, env)
@@ -511,6 +512,20 @@ def test_hugging_face_repositories_through_hf_endpoint(
     server.stop()
     again = _run(code, {**env, "HF_HUB_OFFLINE": "1"})
     assert again.returncode == 0, again.stderr[-3000:]
+    # The cached snapshot is checked on every load against the record of
+    # its check: edited by hand (another config), it is refused in one line.
+    snapshot = next((tmp_path / "hf" / "hub" / "models--me--tiny-albert" /
+                     "snapshots").iterdir())
+    config = os.path.realpath(snapshot / "config.json")
+    with open(config) as f:
+        edited = json.load(f)
+    edited["hidden_size"] = edited["hidden_size"] * 2
+    with open(config, "w") as f:
+        json.dump(edited, f)
+    changed = _run(code, {**env, "HF_HUB_OFFLINE": "1"})
+    assert changed.returncode != 0
+    last = changed.stderr.strip().splitlines()[-1]
+    assert "huggingface_hub's cache" in last and str(snapshot) in last, last
     # Offline and not cached: one line with the URL and the cache.
     missing = _run(code.replace("me/tiny-albert", "me/other"),
                    {**env, "HF_HUB_OFFLINE": "1"})

@@ -468,8 +468,7 @@ def _fetch_huggingface(source, check):
                          "huggingface_hub)") from None
     cached = _hf_cached(huggingface_hub, source)
     if cached:
-        # Checked when it was downloaded (a copy that failed was removed).
-        return cached
+        return _verified_snapshot(cached, source, check)
 
     def failed(name, problem):
         url = huggingface_hub.hf_hub_url(source.location, name,
@@ -503,7 +502,62 @@ def _fetch_huggingface(source, check):
             f"{constants.ENDPOINT}/{source.location}: the repository is not "
             f"{_expected(source)}: {_first_line(error)}. Removed from the "
             f"cache: {folder}") from None
+    _write_snapshot_record(folder, source)
     return folder
+
+
+def _snapshot_record_path(source):
+    """Where the check of a Hugging Face snapshot is recorded: in this
+    package's cache (huggingface_hub's cache is its own), one file per
+    repository and revision."""
+    import hashlib
+    key = hashlib.sha256(f"{source.location}@{source.revision}".encode(
+        "utf-8")).hexdigest()[:16]
+    return os.path.join(cache_root(), "huggingface", f"{key}.json")
+
+
+def _verified_snapshot(folder, source, check):
+    """A snapshot already in huggingface_hub's cache, once it is shown to
+    hold `source`'s weights: its facts against the record of its last check
+    (milliseconds, no tensor read), else a full check, recorded when it
+    passes. A snapshot that is not the release is refused in one line
+    naming it; it is not removed (it is huggingface_hub's)."""
+    record = _read_json(_snapshot_record_path(source))
+    expected = _record(folder, folder, source)
+    if record is not None and _same(record, expected):
+        return folder
+    try:
+        check(folder, source)
+    except Exception as error:  # noqa: BLE001 - any check failure
+        raise FetchError(
+            f"Cannot load {source.reference!r}: the copy in huggingface_hub's "
+            f"cache ({folder}) is not {_expected(source)}: "
+            f"{_first_line(error)}. Remove it (huggingface-cli delete-cache, "
+            "or rm -r the repository's folder there) to download it "
+            "again") from None
+    _write_snapshot_record(folder, source)
+    return folder
+
+
+def _write_snapshot_record(folder, source):
+    path = _snapshot_record_path(source)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        safe_io.write_atomically(path, json.dumps(
+            _record(folder, folder, source), indent=1, sort_keys=True))
+    except (OSError, safe_io.OutputError) as error:
+        logging.warning("Could not record the check of %s (%s); it is "
+                        "checked in full on the next load", folder,
+                        _first_line(error))
+
+
+def _read_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            record = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def _unreachable(endpoint):
