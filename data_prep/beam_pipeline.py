@@ -463,14 +463,13 @@ class SumFn(beam.CombineFn):
 class _Measure(beam.DoFn):
     """`(None, results)` (the totals, the read counters, each shard's
     count) -> the statistics, written to the temporary folder (the shards
-    read there, under their temporary names); emits the instance count.
+    read under their hidden temporary names); emits the instance count.
     The launcher commits: a cluster never changes what the user sees."""
 
-    def __init__(self, plan, output_file, temp_dir, instance_options,
-                 settings, start_time, vocab_size, topic, vocabulary):
+    def __init__(self, plan, temp_dir, instance_options, settings,
+                 start_time, vocab_size, topic, vocabulary):
         self._plan = plan
         self._vocab_size = vocab_size
-        self._output_file = output_file
         self._temp_dir = temp_dir
         self._options = instance_options
         self._settings = settings
@@ -537,7 +536,7 @@ def _of_kind(kind, *fields):
     return select
 
 
-def build_pipeline(root, plan, settings, output_file, chunk_bytes,
+def build_pipeline(root, plan, settings, chunk_bytes,
                    max_line_bytes, temp_dir, run_settings, start_time,
                    bits=None, vocab_size=None, topic="data_prep",
                    spread=_SPREAD, vocabulary=None):
@@ -611,8 +610,8 @@ def build_pipeline(root, plan, settings, output_file, chunk_bytes,
             | "KeyResults" >> beam.Map(lambda result: (None, result))
             | "AllResults" >> beam.GroupByKey()
             | "Measure" >> beam.ParDo(
-                _Measure(plan, output_file, temp_dir, options, run_settings,
-                         start_time, vocab_size, topic, vocabulary)))
+                _Measure(plan, temp_dir, options, run_settings, start_time,
+                         vocab_size, topic, vocabulary)))
 
 
 def _clean_up(plan, temp_dir):
@@ -751,7 +750,7 @@ def _create_locked(input_file, output_file, spm_model_file, runner,
     topic = "data_prep-%s" % uuid.uuid4().hex
     try:
         root = beam.Pipeline(options=beam_pipeline_options)
-        build_pipeline(root, plan, settings, output_file, chunk_bytes,
+        build_pipeline(root, plan, settings, chunk_bytes,
                        max_line_bytes, temp_dir, run_settings, start_time,
                        bits, vocab_size, topic, spread,
                        pipeline.vocabulary_record(spm_model_file,
