@@ -33,7 +33,8 @@ XDIST_GROUPS = {
     # tests/fixtures_training.py: short_pretraining_run, one driver run
     # whose folder and log they read.
     "short_pretraining_run": ("test_trainer.py", "test_memory.py",
-                              "test_progress.py", "test_xla_autotune.py"),
+                              "test_progress.py", "test_xla_autotune.py",
+                              "test_convert.py"),
     # Module-scoped fixtures of masking statistics (one per option set, each
     # masking thousands of records with both maskers).
     "masking": ("test_ngram_masking.py",),
