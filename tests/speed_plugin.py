@@ -22,7 +22,7 @@ XDIST_GROUPS = {
     "exports": ("test_pretrained_export.py", "test_graph_ops.py", "test_keras_layer.py",
                 "test_rest_examples.py", "test_serving_compat.py",
                 "test_finetuned_exports.py", "test_export.py",
-                "test_serving_command.py"),
+                "test_serving_command.py", "test_python_blocks.py"),
     # tests/journeys/common.py's pretraining run.
     "journeys": ("test_pretrain_journey.py", "test_finetune_journey.py",
                  "test_convert_journey.py"),
