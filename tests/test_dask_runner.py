@@ -271,6 +271,7 @@ def test_a_worker_killed_mid_run_leaves_the_same_bytes(
         _when(lambda: len(_pieces(str(out))) >= 3)
         victim = sorted(cluster.worker_pids().values())[0]
         os.kill(victim, signal.SIGKILL)
+        assert process.poll() is None, "the run ended before the kill"
         result = _finish(process)
     finally:
         if process.poll() is None:
@@ -278,6 +279,7 @@ def test_a_worker_killed_mid_run_leaves_the_same_bytes(
     assert result.returncode == 0, result.stdout[-3000:]
     _assert_same_files(str(expected), str(out))
     cluster.wait_for_workers(2)  # Its nanny started it again.
+    assert victim not in cluster.worker_pids().values()
 
 
 @pytest.mark.slow
@@ -295,6 +297,7 @@ def test_ctrl_c_cancels_the_run_and_a_second_run_is_refused(
         _when(lambda: len(_pieces(str(out))) >= 2)
         second = run_program(PROGRAM, *flags, timeout=120)
         assert_one_line_error(second, "t.tfrecord")
+        assert process.poll() is None, "the run ended before Ctrl-C"
         process.send_signal(signal.SIGINT)
         result = _finish(process)
     finally:
@@ -327,6 +330,7 @@ def test_a_lost_scheduler_is_one_line_and_keeps_the_earlier_output(
         try:
             _when(lambda: len(_pieces(str(out))) >= 1)
             os.kill(lost.scheduler_pid, signal.SIGKILL)
+            assert process.poll() is None, "the run ended before the kill"
             result = _finish(process)
         finally:
             if process.poll() is None:
