@@ -256,7 +256,8 @@ class FinetuningTask(TrainingTask):
         collapsed = baselines.collapsed_class(metrics)
         if collapsed is not None:
             parts.append(f"collapsed: it answered "
-                         f"{self.class_name(collapsed)} for all {examples}")
+                         f"{self.class_name(collapsed)} for all {examples} "
+                         "dev examples")
         return "; ".join(parts)
 
     def class_name(self, class_id):

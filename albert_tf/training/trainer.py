@@ -6,8 +6,11 @@ everything else:
 
 - the strategy scope (TPU, mirrored, multi-worker, one device), the model
   built under the `--dtype` policy, the official optimizer and schedule;
-- a compiled loop of `iterations_per_loop` steps (`tf.range` over
-  `strategy.run`), which is what TPUs want;
+- a compiled loop of up to `iterations_per_loop` steps (a `while` over
+  `strategy.run`), which is what TPUs want, each call cut to about half of
+  `progress_interval_s` at the measured pace, so that progress lines
+  (step, examples/s, ETA after warm-up) come after the first step and then
+  at least every interval, whatever `iterations_per_loop` is;
 - one step on one replica (`_replica_step`): the task's loss denominators
   (example counts, MLM weight sums) are all-reduced first, so each replica's
   (and each accumulation micro-batch's) loss is its numerators over the
@@ -633,8 +636,11 @@ class Trainer(evaluation.Evaluation):
         options = self.options
         to_save = (options.save_checkpoints_steps
                    - step % options.save_checkpoints_steps)
-        steps = min(options.iterations_per_loop, to_save,
-                    options.num_steps - step)
+        # Calls end on multiples of iterations_per_loop, as when every call
+        # was a whole loop (a progress line each, checkpoints in step).
+        to_loop_end = (options.iterations_per_loop
+                       - step % options.iterations_per_loop)
+        steps = min(to_loop_end, to_save, options.num_steps - step)
         per_step = self._pace.seconds_per_unit()
         if per_step is None:
             return min(steps, 1)
@@ -707,8 +713,9 @@ class Trainer(evaluation.Evaluation):
 
     def _log_progress(self, step, steps_done, metrics, run_start):
         """The progress bar on a terminal, else a log line after the first
-        step, when `progress_interval_s` has passed since the last line,
-        at each checkpoint and at the end."""
+        step, when half of `progress_interval_s` has passed since the last
+        line, at the end of each `iterations_per_loop` steps, at each
+        checkpoint and at the end."""
         if not self.is_chief:
             return
         options = self.options
@@ -723,6 +730,7 @@ class Trainer(evaluation.Evaluation):
         now = time.time()
         due = (self._last_line is None
                or now - self._last_line >= 0.5 * options.progress_interval_s
+               or step % options.iterations_per_loop == 0
                or step % options.save_checkpoints_steps == 0
                or step >= total)
         if not due:
