@@ -155,6 +155,10 @@ def test_run_squad_v2_and_export(model_dir, tmp_path):
     best = report["best"]
     assert {"exact", "f1", "best_f1", "best_f1_thresh", "HasAns_exact",
             "NoAns_exact"} <= set(best)
+    # Beside what "no answer" to every question gets: its share of the
+    # unanswerable questions.
+    assert best["majority_exact"] == pytest.approx(
+        100.0 * best["NoAns_total"] / best["total"])
     predictions = json.load(open(report["predictions"][0], encoding="utf-8"))
     assert set(predictions) == {"q1", "q2", "q3"}
     assert all(p in context for p in predictions.values())

@@ -246,6 +246,14 @@ def run_squad(options, strategy=None):
         data, _ = squad.load_dataset(options.predict_file)
         result = metrics.squad_evaluate(data, answers, na_probs,
                                         options.na_prob_threshold)
+        if v2:
+            # Beside what answering "no answer" to every question gets.
+            nothing = metrics.squad_evaluate(data, {
+                question["id"]: "" for article in data
+                for paragraph in article["paragraphs"]
+                for question in paragraph["qas"]}, version="2.0")
+            result.update(majority_exact=nothing["exact"],
+                          majority_f1=nothing["f1"])
         result["score"] = result.get("best_f1", result["f1"])
         return result
 
