@@ -38,6 +38,11 @@ def test_training_shows_a_bar_on_a_terminal(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "train" in err and "4/4" in err and "examples/s" in err
     assert not any(line.startswith("step ") for line in lines)
+    # The bar starts after the first, compiling step: its ETA leaves the
+    # compiling out, and a line says what the first step took.
+    assert "1/4" in err and "0/4" not in err
+    assert any(line.startswith("The first step (compiling included) took ")
+               for line in lines)
 
 
 def test_training_logs_lines_elsewhere(short_pretraining_run):

@@ -512,9 +512,9 @@ class Trainer(evaluation.Evaluation):
                      "save it).", start, options.num_steps,
                      options.iterations_per_loop, options.progress_interval_s)
         self._interactive = self.is_chief and progress.interactive()
-        self._bar = progress.bar(
-            total=options.num_steps, description="train", unit="step",
-            initial=start, enabled=self._interactive)
+        # On a terminal the bar starts after the warm-up (`_log_progress`):
+        # its rate and ETA then leave the compiling out.
+        self._bar = None
         step, metrics, history, run_start = start, {}, [], time.time()
         self._pace = progress.Pace(start, clock=time.time)
         self._last_line = None
@@ -546,7 +546,8 @@ class Trainer(evaluation.Evaluation):
                     and step % options.save_checkpoints_steps):
                 self._save_and_evaluate()
         finally:
-            self._bar.close()
+            if self._bar is not None:
+                self._bar.close()
         return step, metrics, history, timed_out
 
     def _stopped(self, step):
@@ -723,6 +724,14 @@ class Trainer(evaluation.Evaluation):
         values = " ".join(f"{k} {v:.4g}" for k, v in metrics.items()
                           if k != "examples_per_second")
         if self._interactive:
+            if self._bar is None:
+                logging.info("The first step (compiling included) took "
+                             "%.1f s; a progress bar follows.",
+                             self._pace.warmup_s or 0.0)
+                self._bar = progress.bar(
+                    total=total, description="train", unit="step",
+                    initial=step, enabled=True)
+                return
             self._bar.set_postfix_str("loss %.4g, %.1f examples/s" % (
                 metrics["loss"], metrics["examples_per_second"]))
             self._bar.update(steps_done)
