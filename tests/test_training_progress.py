@@ -186,3 +186,41 @@ def test_pretraining_evaluation_is_beside_its_baselines(tmp_path, monkeypatch):
     assert "sentence_order_accuracy" in judged[0] and "(chance 0.5000" in judged[0]
     # Random records and two steps: nothing learned, and it says so.
     assert judged[0].count("at chance") == 2
+
+
+@pytest.mark.slow
+def test_the_classifier_program_reports_as_a_user_runs_it(model_dir,
+                                                          tmp_path):
+    # The fine-tuning guide's command, --iterations_per_loop=1000: the log
+    # (absl's time stamps) has a line after the first step and then one at
+    # least every --progress_interval_s.
+    import datetime
+    import re
+    import subprocess
+    import sys
+
+    from tests import speed_plugin
+
+    interval = 2.0
+    data_dir = _mrpc(str(tmp_path / "MRPC"), 32)
+    done = subprocess.run(
+        [sys.executable, "-m", "albert_apps.run_classifier",
+         "--task_name=MRPC", f"--data_dir={data_dir}",
+         f"--init_checkpoint={model_dir}", f"--output_dir={tmp_path / 'run'}",
+         "--do_train", "--do_eval", "--max_seq_length=64",
+         "--train_batch_size=32", "--learning_rate=1e-4", "--warmup_step=1",
+         "--train_step=300", "--save_checkpoints_steps=1000",
+         "--iterations_per_loop=1000", f"--progress_interval_s={interval}"],
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        env=speed_plugin.user_environment(), capture_output=True, text=True,
+        timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    stamps = [datetime.datetime.strptime(m.group(1), "%H:%M:%S.%f")
+              for m in re.finditer(r"^I\d{4} (\S+) .*\] step \d+/300 ",
+                                   done.stderr, re.M)]
+    lines = re.findall(r"\] (step \d+/300 .*)", done.stderr)
+    assert lines[0].startswith("step 1/300 ") and "ETA after warm-up" in (
+        lines[0])
+    assert lines[-1].startswith("step 300/300 ")
+    gaps = [(b - a).total_seconds() for a, b in zip(stamps, stamps[1:])]
+    assert len(gaps) >= 2 and max(gaps) < 2 * interval, (gaps, lines)
