@@ -645,6 +645,10 @@ class Trainer(evaluation.Evaluation):
         per_step = self._pace.seconds_per_unit()
         if per_step is None:
             return min(steps, 1)
+        if not self._single_process():
+            # Every worker of a cluster must run the same steps in a call:
+            # no process's own clock may cut it.
+            return steps
         # The slower of the last call and the warm average: a call that
         # grew slower (another job on the machine) is not trusted longer.
         per_step = max(per_step, getattr(self, "_seconds_per_step", 0.0))
@@ -711,6 +715,18 @@ class Trainer(evaluation.Evaluation):
             num_steps * self.options.train_batch_size / max(seconds, 1e-9))
         self._seconds_per_step = seconds / max(num_steps, 1)
         return metrics
+
+    def _single_process(self):
+        """Whether this process runs every replica (no cluster of workers
+        whose calls must agree step for step)."""
+        resolver = getattr(self.strategy, "cluster_resolver", None)
+        if resolver is None:
+            return True
+        try:
+            spec = resolver.cluster_spec().as_dict()
+        except (ValueError, RuntimeError, tf.errors.OpError):
+            return False
+        return sum(len(tasks) for tasks in spec.values()) <= 1
 
     def _log_progress(self, step, steps_done, metrics, run_start):
         """The progress bar on a terminal, else a log line after the first
