@@ -9,15 +9,15 @@ at the start, from what says which vocabulary the records were built with:
 
 1. `--spm_model_file`, when given;
 2. the data builder's statistics file beside the records
-   (`stats.<name>.json`, from `create_pretraining_data`), whose
-   `output_files` list the records and whose `vocabulary` names the
+   (`stats.<name>.json`, from `create_pretraining_data`, local or Beam),
+   whose `output_files` list the records and whose `vocabulary` names the
    `spm_model_file` they were built with and its content's `sha256`;
 3. the main job's `vocab.json` beside the records (`model_file`).
 
 What is found is checked as a fact, not trusted by its name: the recorded
 content, and a SentencePiece model that loads, with no more pieces than the
-model has embeddings. It is
-then copied as `spm.model` into the run's folder and into every `best/`.
+model has embeddings. It is then copied as `spm.model` into the run's folder
+and into every `best/`.
 """
 
 import glob
