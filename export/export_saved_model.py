@@ -1,8 +1,8 @@
 r"""Exports a trained ALBERT as SavedModels in TF Serving layout.
 
     python -m export.export_saved_model \
-        --checkpoint=DIR_OR_PREFIX --albert_config_file=albert_config.json \
-        --spm_model_file=spm.model --export_dir=/models \
+        --checkpoint=DIR_OR_PREFIX --export_dir=/models \
+        [--albert_config_file=albert_config.json] [--spm_model_file=spm.model] \
         [--model_name=albert] [--version=N] [--max_seq_length=128] \
         [--tf_serving_version=2.19]
         [--serving_shape=dynamic|fixed]
@@ -70,6 +70,8 @@ written.
 import dataclasses
 import os
 
+from absl import logging
+
 from data_prep import flag_options as options_lib
 from data_prep import safe_io
 from export.options import ExportOptions
@@ -94,16 +96,35 @@ def check_options(options):
                          "only; add it, or leave --litert_inputs out. "
                          "Received: --format=%s"
                          % (options.litert_inputs, options.format))
-    for flag in ("albert_config_file", "spm_model_file"):
-        path = getattr(options, flag)
-        if "://" not in path and not os.path.isfile(path):
-            raise FileNotFoundError(f"--{flag}={path}: no such file")
     checkpoint = options.checkpoint
     if "://" not in checkpoint and not (
             os.path.isdir(checkpoint) or os.path.exists(checkpoint + ".index")):
         raise FileNotFoundError(f"--checkpoint={checkpoint}: no checkpoint "
                                 "folder or prefix (PREFIX.index) there")
+    for flag, name in (("albert_config_file", "albert_config.json"),
+                       ("spm_model_file", "spm.model")):
+        path = getattr(options, flag)
+        if path is None:
+            path = _in_model_folder(checkpoint, name, flag)
+            setattr(options, flag, path)
+        if "://" not in path and not os.path.isfile(path):
+            raise FileNotFoundError(f"--{flag}={path}: no such file")
     safe_io.check_output_path(options.export_dir, "--export_dir")
+
+
+def _in_model_folder(checkpoint, name, flag):
+    """`name` in the model folder of `--checkpoint` (a folder, or the
+    folder of a prefix): a training run's folder and its `best/` hold the
+    config and the vocabulary beside the checkpoint."""
+    folder = (checkpoint if "://" in checkpoint or os.path.isdir(checkpoint)
+              else os.path.dirname(checkpoint))
+    path = os.path.join(folder, name)
+    if "://" not in path and not os.path.isfile(path):
+        raise FileNotFoundError(
+            f"--{flag} is not given and the --checkpoint folder {folder} "
+            f"holds no {name}; pass --{flag}")
+    logging.info("--%s: %s (in the --checkpoint folder)", flag, path)
+    return path
 
 
 def export(options):

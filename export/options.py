@@ -29,10 +29,11 @@ class ExportOptions:
         "`model.ckpt`), holding an AlbertPretrainer under the key `model`.",
         required=True)
     albert_config_file: str = option(
-        None, "The model's albert_config.json.", required=True)
+        None, "The model's albert_config.json; default: the one in the "
+        "--checkpoint folder (a model folder, such as a run's best/).")
     spm_model_file: str = option(
-        None, "The SentencePiece model the model was trained with.",
-        required=True)
+        None, "The SentencePiece model the model was trained with; default: "
+        "the spm.model in the --checkpoint folder.")
     export_dir: str = option(
         None, "TF Serving base folder (the model server's --model_base_path "
         "without the model name).", required=True)

@@ -100,7 +100,8 @@ def test_the_loaders_and_conversion_take_it_with_no_other_flag(
 def test_finetuning_and_export_take_it(pretraining_run, tmp_path):
     from albert_tf.tasks import finetune_jobs
     from albert_tf.tasks.options import ClassifierOptions
-    from export import pretrained_export
+    from export import export_saved_model
+    from export.options import ExportOptions
 
     run, _ = pretraining_run
     best = os.path.join(run, "best")
@@ -112,10 +113,11 @@ def test_finetuning_and_export_take_it(pretraining_run, tmp_path):
         train_step=1, warmup_step=0, learning_rate=1e-4))
     assert report["train"]["step"] == 1
     assert "majority_accuracy" in report["best"]
-    paths = pretrained_export.export_from_checkpoint(
-        best, os.path.join(best, "albert_config.json"),
-        os.path.join(best, "spm.model"), str(tmp_path / "serving"),
-        max_seq_length=SEQ)
+    # The export program's options with the folder alone: its config and
+    # vocabulary are found there.
+    paths = export_saved_model.export(ExportOptions(
+        checkpoint=best, export_dir=str(tmp_path / "serving"),
+        max_seq_length=SEQ))
     assert os.path.isdir(paths["serving"])
     assert np.isfinite(report["best"]["accuracy"])
 

@@ -599,3 +599,24 @@ def test_length_groups_merge_where_a_call_costs_more_than_the_padding():
     best = min(cost([i for i in range(15) if mask >> i & 1] + [15])
                for mask in range(2 ** 15))
     assert cost([widths.index(w) for w in run_widths]) == best
+
+
+def test_the_config_and_vocabulary_default_to_the_checkpoint_folder(tmp_path):
+    from export import export_saved_model
+    from export.options import ExportOptions
+
+    folder = tmp_path / "best"
+    folder.mkdir()
+    (folder / "model.ckpt.index").write_bytes(b"")
+    (folder / "albert_config.json").write_text("{}")
+    options = ExportOptions(checkpoint=str(folder),
+                            export_dir=str(tmp_path / "serving"))
+    with pytest.raises(FileNotFoundError) as error:
+        export_saved_model.check_options(options)
+    message = str(error.value)
+    assert "--spm_model_file is not given" in message
+    assert str(folder) in message and "\n" not in message
+    (folder / "spm.model").write_bytes(b"x")
+    export_saved_model.check_options(options)
+    assert options.albert_config_file == str(folder / "albert_config.json")
+    assert options.spm_model_file == str(folder / "spm.model")
