@@ -166,12 +166,20 @@ def repeated_corpus(corpus, times):
 OFFICIAL_INSTANCES_PER_CORE_S = 470.0
 
 
-def measure(corpus, model, out_dir, workers, args, env, beam=False,
-            order="global"):
-    """One CLI run; returns a dict of measurements."""
-    name = "%s%d%s" % ("beam" if beam else "w", workers, order)
-    output = os.path.join(out_dir, name, "t.tfrecord")
-    command = [
+def _written(output):
+    """The run's statistics and the SHA-256 of each shard it wrote."""
+    with open(output_lib.stats_path(output)) as f:
+        stats = json.load(f)
+    shards = []
+    for path in stats["output_files"]:
+        with open(path, "rb") as f:
+            shards.append(hashlib.sha256(f.read()).hexdigest())
+    return stats, shards
+
+
+def _builder_command(args, corpus, output, model):
+    """`create_pretraining_data`'s command line with the benchmark's flags."""
+    return [
         sys.executable, "-m", "data_prep.create_pretraining_data",
         "--input_file=%s" % corpus, "--output_file=%s" % output,
         "--spm_model_file=%s" % model,
@@ -182,6 +190,14 @@ def measure(corpus, model, out_dir, workers, args, env, beam=False,
         "--chunk_mb=%g" % args.chunk_mb,
         "--shuffle_memory_mb=%g" % args.shuffle_memory_mb,
     ]
+
+
+def measure(corpus, model, out_dir, workers, args, env, beam=False,
+            order="global"):
+    """One CLI run; returns a dict of measurements."""
+    name = "%s%d%s" % ("beam" if beam else "w", workers, order)
+    output = os.path.join(out_dir, name, "t.tfrecord")
+    command = _builder_command(args, corpus, output, model)
     if order == "chunk":
         command.append("--noglobal_shuffle")
     if beam:
@@ -190,12 +206,7 @@ def measure(corpus, model, out_dir, workers, args, env, beam=False,
     else:
         command.append("--num_workers=%d" % workers)
     wall, cpu, peak_total, peak_main = run_measured(command, env)
-    with open(output_lib.stats_path(output)) as f:
-        stats = json.load(f)
-    shards = []
-    for path in stats["output_files"]:
-        with open(path, "rb") as f:
-            shards.append(hashlib.sha256(f.read()).hexdigest())
+    stats, shards = _written(output)
     return dict(instances=stats["instances"], elapsed=stats["elapsed_s"],
                 wall=wall, cpu=cpu, peak_total=peak_total, peak_main=peak_main,
                 read_mb=stats["read"]["bytes"] / 1e6, shards=shards,
@@ -345,28 +356,14 @@ def measure_dask(corpus, model, out_dir, workers, args, env):
     with dask_runner.ProcessCluster(workers, cluster_dir) as cluster:
         pids = list(cluster.worker_pids().values())
         before = _worker_usage(pids)
-        command = [
-            sys.executable, "-m", "data_prep.create_pretraining_data",
-            "--input_file=%s" % corpus, "--output_file=%s" % output,
-            "--spm_model_file=%s" % model,
-            "--max_seq_length=%d" % args.max_seq_length,
-            "--max_predictions_per_seq=%d" % args.max_predictions_per_seq,
-            "--dupe_factor=%d" % args.dupe_factor,
-            "--num_output_shards=%d" % args.num_output_shards,
-            "--chunk_mb=%g" % args.chunk_mb,
-            "--shuffle_memory_mb=%g" % args.shuffle_memory_mb,
+        command = _builder_command(args, corpus, output, model) + [
             "--runner=DaskRunner",
             "--dask_client_address=%s" % cluster.address]
         wall, cpu, peak_total, peak_main = run_measured(command, env)
         after = _worker_usage(pids)
     used = {pid: after[pid][0] - before[pid][0] for pid in pids}
     total = sum(used.values()) or 1.0
-    with open(output_lib.stats_path(output)) as f:
-        stats = json.load(f)
-    shards = []
-    for path in stats["output_files"]:
-        with open(path, "rb") as f:
-            shards.append(hashlib.sha256(f.read()).hexdigest())
+    stats, shards = _written(output)
     return dict(instances=stats["instances"], elapsed=stats["elapsed_s"],
                 wall=wall, cpu=cpu + total, shards=shards,
                 read_mb=stats["read"]["bytes"] / 1e6,

@@ -6,8 +6,8 @@ with the quickstart's options for `--steps` steps, three ways: auto (the
 default: a device rule, recorded with the run), XLA and no XLA.
 Each run starts from scratch in its own folder, without evaluation; the runs
 are taken in turn, `--repeats` rounds. Reported per way: the median whole-run
-rate (compilation included: what a user waits for) and the median rate of the last loop (the settled speed), and
-what auto chose.
+rate (compilation included: what a user waits for) and the median rate of
+the last loop (the settled speed), and what auto chose.
 
     python -m benchmarks.quickstart_rate [--steps=600 --repeats=1]
 """

@@ -10,29 +10,13 @@ import numpy as np
 import pytest
 from absl import logging
 
-from albert_tf import AlbertConfig
-from albert_tf import AlbertPretrainer
 from albert_tf.tasks import finetune_jobs
 from albert_tf.tasks import glue
 from albert_tf.tasks.options import ClassifierOptions
 from albert_tf.training import baselines
-from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import results
 from data_prep import progress
-from tests import tasks_testdata
 from tests import test_pretraining as t
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    """A tiny pretrained-model folder (config, spm.model, checkpoint)."""
-    config = AlbertConfig.from_preset("tiny", vocab_size=600,
-                                      num_hidden_layers=2,
-                                      max_position_embeddings=64)
-    folder = str(tmp_path_factory.mktemp("pretrained"))
-    checkpoint_lib.save_model_dir(AlbertPretrainer(config), folder,
-                                  tasks_testdata.spm_model_path())
-    return folder
 
 
 def _mrpc(folder, rows):
@@ -92,14 +76,14 @@ def test_reporter_lines_come_after_a_slow_first_unit_then_each_interval():
 
 
 def test_finetuning_reports_within_its_interval_whatever_iterations_per_loop(
-        model_dir, tmp_path, monkeypatch):
+        tiny_model_dir, tmp_path, monkeypatch):
     # One compiled call would be all 200 steps (--iterations_per_loop=1000
     # and no checkpoint before the end): lines must still come after the
     # first step and then at least every --progress_interval_s.
     interval = 1.0
     data_dir = _mrpc(str(tmp_path / "MRPC"), 32)
     options = ClassifierOptions(
-        task_name="MRPC", data_dir=data_dir, init_checkpoint=model_dir,
+        task_name="MRPC", data_dir=data_dir, init_checkpoint=tiny_model_dir,
         output_dir=str(tmp_path / "run"), do_train=True, max_seq_length=64,
         train_batch_size=32, learning_rate=1e-4, warmup_step=1,
         train_step=200, save_checkpoints_steps=1000, iterations_per_loop=1000,
@@ -189,7 +173,7 @@ def test_pretraining_evaluation_is_beside_its_baselines(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_the_classifier_program_reports_as_a_user_runs_it(model_dir,
+def test_the_classifier_program_reports_as_a_user_runs_it(tiny_model_dir,
                                                           tmp_path):
     # The fine-tuning guide's command, --iterations_per_loop=1000: the log
     # (absl's time stamps) has a line after the first step and then one at
@@ -206,7 +190,7 @@ def test_the_classifier_program_reports_as_a_user_runs_it(model_dir,
     done = subprocess.run(
         [sys.executable, "-m", "albert_apps.run_classifier",
          "--task_name=MRPC", f"--data_dir={data_dir}",
-         f"--init_checkpoint={model_dir}", f"--output_dir={tmp_path / 'run'}",
+         f"--init_checkpoint={tiny_model_dir}", f"--output_dir={tmp_path / 'run'}",
          "--do_train", "--do_eval", "--max_seq_length=64",
          "--train_batch_size=32", "--learning_rate=1e-4", "--warmup_step=1",
          "--train_step=300", "--save_checkpoints_steps=1000",

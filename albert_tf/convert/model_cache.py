@@ -364,12 +364,7 @@ def _write_record(entry, folder, source):
 
 
 def _read_record(entry):
-    try:
-        with open(os.path.join(entry, RECORD_NAME), encoding="utf-8") as f:
-            record = json.load(f)
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) else None
+    return _read_json(os.path.join(entry, RECORD_NAME))
 
 
 def model_facts(entry, folder):

@@ -15,9 +15,6 @@ import time
 import pytest
 
 from albert_tf import AlbertConfig
-from albert_tf import AlbertPretrainer
-from albert_tf.training import checkpoint as checkpoint_lib
-from tests import tasks_testdata
 from tests import test_pretraining as pretraining_data
 from tests.hostile.common import Snapshot
 from tests.hostile.common import assert_one_line_error
@@ -36,18 +33,6 @@ _TRAIN_SECONDS = 6
 _STOP_SECONDS = 60
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    """A tiny pretrained-model folder (config, spm.model, checkpoint)."""
-    config = AlbertConfig.from_preset("tiny", vocab_size=600,
-                                      num_hidden_layers=2,
-                                      max_position_embeddings=64)
-    folder = str(tmp_path_factory.mktemp("pretrained"))
-    checkpoint_lib.save_model_dir(AlbertPretrainer(config), folder,
-                                  tasks_testdata.spm_model_path())
-    return folder
-
-
 def _write_sst2(folder, rows=32, flip=False):
     """An SST-2 folder whose label follows the sentence (learnable)."""
     os.makedirs(folder, exist_ok=True)
@@ -62,9 +47,9 @@ def _write_sst2(folder, rows=32, flip=False):
     return folder
 
 
-def _classifier_flags(model_dir, data_dir, out, *extra):
+def _classifier_flags(tiny_model_dir, data_dir, out, *extra):
     return [f"--data_dir={data_dir}", "--task_name=SST-2",
-            f"--init_checkpoint={model_dir}", f"--output_dir={out}",
+            f"--init_checkpoint={tiny_model_dir}", f"--output_dir={out}",
             "--do_train", "--max_seq_length=16", "--train_batch_size=8",
             "--eval_batch_size=8", "--learning_rate=1e-3", "--warmup_step=2",
             "--dropout=0", *extra]
@@ -114,11 +99,11 @@ def _steps_on_disk(out):
 
 @pytest.mark.slow
 def test_sigterm_stops_a_classifier_in_its_loop_and_the_command_resumes(
-        model_dir, tmp_path):
+        tiny_model_dir, tmp_path):
     data_dir = _write_sst2(str(tmp_path / "SST-2"))
     out, serving = str(tmp_path / "run"), str(tmp_path / "serving")
     flags = _classifier_flags(
-        model_dir, data_dir, out, "--do_eval", "--do_predict",
+        tiny_model_dir, data_dir, out, "--do_eval", "--do_predict",
         f"--export_dir={serving}", "--train_step=100000", *ENDLESS)
 
     code, seconds, log = _signal_when_training(
@@ -214,7 +199,7 @@ def test_records_rebuilt_under_the_same_name_are_refused_on_resume(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_run_at_chance_says_so_and_one_that_learns_does_not(model_dir,
+def test_a_run_at_chance_says_so_and_one_that_learns_does_not(tiny_model_dir,
                                                               tmp_path):
     data_dir = _write_sst2(str(tmp_path / "SST-2"))
 
@@ -225,7 +210,7 @@ def test_a_run_at_chance_says_so_and_one_that_learns_does_not(model_dir,
     # A learning rate too small to move anything: the loss stays at ln 2.
     out = str(tmp_path / "at_chance")
     stuck = run_program("albert_apps.run_classifier", *_classifier_flags(
-        model_dir, data_dir, out, "--learning_rate=1e-9", *steps(20, 10)))
+        tiny_model_dir, data_dir, out, "--learning_rate=1e-9", *steps(20, 10)))
     assert stuck.returncode == 0, stuck.stderr[-3000:]
     # The warning is the last word of the log (absl's W prefix).
     last = stuck.stderr.strip().splitlines()[-1]
@@ -238,7 +223,7 @@ def test_a_run_at_chance_says_so_and_one_that_learns_does_not(model_dir,
 
     out = str(tmp_path / "learns")
     learns = run_program("albert_apps.run_classifier", *_classifier_flags(
-        model_dir, data_dir, out, *steps(60, 20)))
+        tiny_model_dir, data_dir, out, *steps(60, 20)))
     assert learns.returncode == 0, learns.stderr[-3000:]
     assert "has not learned" not in learns.stderr
     losses = [float(m) for m in re.findall(r"step \d+/60 \(.*?\) loss (\S+)",
@@ -251,7 +236,7 @@ def test_a_run_at_chance_says_so_and_one_that_learns_does_not(model_dir,
     _write_sst2(data_dir, flip=True)
     snapshot = Snapshot(out)
     refused = run_program("albert_apps.run_classifier", *_classifier_flags(
-        model_dir, data_dir, out, *steps(80, 20)))
+        tiny_model_dir, data_dir, out, *steps(80, 20)))
     assert_one_line_error(refused, "--data_dir train.tsv: the content "
                           "changed since this run started", out)
     snapshot.assert_unchanged()
