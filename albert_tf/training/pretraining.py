@@ -289,12 +289,13 @@ class PretrainingTask(TrainingTask):
             "masked_lm_baseline_accuracy": share,
             "masked_lm_baseline_piece": piece,
             "masked_lm_predictions": int(round(predictions)),
-            "masked_lm_at_chance": baselines.at_chance(
-                metrics["masked_lm_accuracy"], predictions, share),
+            # 1 or 0: every value of `eval_results.txt` is a number.
+            "masked_lm_at_chance": int(baselines.at_chance(
+                metrics["masked_lm_accuracy"], predictions, share)),
             "sentence_order_chance": SOP_CHANCE,
             "eval_examples": examples,
-            "sentence_order_at_chance": baselines.at_chance(
-                metrics["sentence_order_accuracy"], examples, SOP_CHANCE),
+            "sentence_order_at_chance": int(baselines.at_chance(
+                metrics["sentence_order_accuracy"], examples, SOP_CHANCE)),
         }
 
     def describe_evaluation(self, metrics):
