@@ -15,9 +15,9 @@ from absl import logging
 from albert_tf.training import output_folder
 from albert_tf.training.options import TrainingDivergedError
 from albert_tf.training.options import TrainingStopped
-from data_prep import flag_options as options_lib
-from data_prep import safe_io
-from data_prep import tf_startup
+from foundation import flag_options as options_lib
+from foundation import safe_io
+from foundation import tf_startup
 
 
 def log_report(report, keys):

@@ -13,7 +13,7 @@ import logging
 import os
 
 from albert_tf.cross_layer_sharing import SHARE_MODES
-from data_prep.flag_options import check_fields
+from foundation.flag_options import check_fields
 
 # `hidden_act` values (`albert_tf.layers.activations` implements each).
 ACTIVATION_NAMES = frozenset((
@@ -216,7 +216,7 @@ class AlbertConfig:
 
     def to_json_file(self, path):
         """Writes the config as JSON (official keys plus this project's two)."""
-        from data_prep import safe_io
+        from foundation import safe_io
 
         path = str(path)
         parent = os.path.dirname(path)

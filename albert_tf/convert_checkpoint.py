@@ -28,7 +28,7 @@ fields of `albert_tf.convert.options.ConvertOptions`; the work is done by
 from absl import logging
 
 from albert_tf.convert.options import ConvertOptions
-from data_prep import flag_options as options_lib
+from foundation import flag_options as options_lib
 
 
 def convert(options):

@@ -39,17 +39,17 @@ from absl import logging
 from apache_beam.options import pipeline_options as beam_options
 
 from data_prep import dask_runner
-from data_prep import filesystems
 from data_prep import instances as instances_lib
 from data_prep import mixing
 from data_prep import output as output_lib
 from data_prep import pipeline
 from data_prep import reader
-from data_prep import safe_io
 from data_prep import shuffle
 from data_prep import statistics as stats_lib
 from data_prep import tfrecord
 from data_prep import vocab
+from foundation import filesystems
+from foundation import safe_io
 
 _REMOTE = filesystems.BEAM
 _COPY_BYTES = 1 << 20

@@ -22,10 +22,10 @@ from apache_beam.options import pipeline_options as beam_options
 
 from data_prep import beam_pipeline
 from data_prep import dask_runner
-from data_prep import filesystems
 from data_prep import reader
 from data_prep import tfrecord
 from data_prep import vocab
+from foundation import filesystems
 
 _REMOTE = filesystems.BEAM
 _SENTENCE, _READ, _SAMPLE = "sentence", "read", "sample"

@@ -25,10 +25,10 @@ from typing import Optional
 
 from absl import logging
 
-from data_prep import filesystems
-from data_prep import flag_options as options_lib
 from data_prep import vocab
-from data_prep.flag_options import option
+from foundation import filesystems
+from foundation import flag_options as options_lib
+from foundation.flag_options import option
 
 
 @dataclasses.dataclass

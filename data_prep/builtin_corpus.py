@@ -13,7 +13,7 @@ import os
 import re
 import sysconfig
 
-from data_prep import safe_io
+from foundation import safe_io
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\"'])")
 _CODE_LIKE = re.compile(r"^\s*(>>>|\.\.\.|[-=*~^]{3,}|[:@]\w+|\$ |\w+\s*=)")

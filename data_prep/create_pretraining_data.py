@@ -37,12 +37,12 @@ See `data_prep.beam_pipeline` and docs/beam.md.
 import dataclasses
 from typing import Optional
 
-from data_prep import filesystems
-from data_prep import flag_options as options_lib
 from data_prep import instances
 from data_prep import pipeline
 from data_prep import reader
-from data_prep.flag_options import option
+from foundation import filesystems
+from foundation import flag_options as options_lib
+from foundation.flag_options import option
 
 
 @dataclasses.dataclass

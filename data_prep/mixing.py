@@ -20,8 +20,8 @@ included.
 
 import numpy as np
 
-from data_prep import filesystems
-from data_prep import protobuf_wire
+from foundation import filesystems
+from foundation import protobuf_wire
 
 BLOCKS = 10
 PERMUTATIONS = 4

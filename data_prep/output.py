@@ -31,10 +31,10 @@ import re
 
 from absl import logging
 
-from data_prep import filesystems
 from data_prep import reader
-from data_prep import safe_io
 from data_prep import tfrecord
+from foundation import filesystems
+from foundation import safe_io
 
 STATS_PREFIX = "stats."
 STATS_EXTENSION = ".json"
@@ -218,7 +218,7 @@ def earlier_outputs(output_file, new_files, remote=filesystems.GFILE):
     Args:
         output_file: the `--output_file` value.
         new_files: the paths this run writes (kept).
-        remote: the backend of URLs (`data_prep.filesystems`).
+        remote: the backend of URLs (`foundation.filesystems`).
 
     Returns:
         The paths, sorted: `<output_file>`, `<output_file>-NNNNN-of-NNNNN`

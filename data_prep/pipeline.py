@@ -38,14 +38,11 @@ import time
 import numpy as np
 from absl import logging
 
-from data_prep import filesystems
 from data_prep import instances as instances_lib
 from data_prep import mixing
 from data_prep import ngram_masking
 from data_prep import output as output_lib
-from data_prep import progress
 from data_prep import reader
-from data_prep import safe_io
 from data_prep import schema
 from data_prep import sentence_order
 from data_prep import shuffle
@@ -54,6 +51,9 @@ from data_prep import statistics as stats_lib
 from data_prep import text as text_lib
 from data_prep import tfrecord
 from data_prep import vocab
+from foundation import filesystems
+from foundation import progress
+from foundation import safe_io
 
 # Records sorted in memory at a time by the global shuffle (one bucket).
 DEFAULT_SHUFFLE_MEMORY_BYTES = 32 << 20
@@ -294,7 +294,7 @@ def plan_run(input_file, output_file, spm_model_file, options, dupe_factor,
         input_file, output_file, spm_model_file, options, dupe_factor,
             num_output_shards, chunk_bytes, dynamic_masking: see
             `create_pretraining_data`.
-        remote: the backend of URLs (`data_prep.filesystems`).
+        remote: the backend of URLs (`foundation.filesystems`).
         prepared: `plan_inputs`'s result, when already checked.
 
     Returns:

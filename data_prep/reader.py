@@ -3,7 +3,7 @@
 Input format (as the official ALBERT/BERT data script): one sentence per line,
 a blank (or whitespace-only) line between documents. The end of a file also
 ends a document. Files may be plain or gzip text (detected from the content),
-local or URLs such as gs:// (through `data_prep.filesystems`: every function
+local or URLs such as gs:// (through `foundation.filesystems`: every function
 here takes the backend as `remote`).
 
 Nothing here holds more than one chunk of text: lines stream from the files
@@ -29,9 +29,9 @@ import zlib
 
 from absl import logging
 
-from data_prep import filesystems
-from data_prep import safe_io
 from data_prep import tfrecord
+from foundation import filesystems
+from foundation import safe_io
 
 _BUFFER_SIZE = 1 << 20
 DEFAULT_MAX_LINE_BYTES = 1 << 20
@@ -51,7 +51,7 @@ def expand_input_patterns(input_patterns, remote=filesystems.GFILE):
 
     Args:
         input_patterns: a comma-separated string or a list of strings.
-        remote: the backend of URLs (`data_prep.filesystems`).
+        remote: the backend of URLs (`foundation.filesystems`).
 
     Returns:
         The list of file paths.

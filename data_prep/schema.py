@@ -24,7 +24,7 @@ vectorized over a batch with numpy: no proto objects are built.
 
 import numpy as np
 
-from data_prep import protobuf_wire
+from foundation import protobuf_wire
 
 FEATURE_NAMES = (
     "input_ids",

@@ -41,9 +41,9 @@ import uuid
 
 import numpy as np
 
-from data_prep import filesystems
-from data_prep import safe_io
 from data_prep import tfrecord
+from foundation import filesystems
+from foundation import safe_io
 
 _KEY_STREAM = 0x5EED5  # Separates the key generator from the chunk's others.
 _KEY_BYTES = 8
@@ -141,7 +141,7 @@ class BucketScatter:
         directory: the (new) temporary directory; created here.
         bits: `bucket_bits(...)`.
         buffer_bytes: the write buffer of all bucket files together.
-        remote: the backend of URLs (`data_prep.filesystems`).
+        remote: the backend of URLs (`foundation.filesystems`).
     """
 
     def __init__(self, directory, bits, buffer_bytes=16 << 20,

@@ -19,8 +19,8 @@ file that looks complete, nor one that a glob of the final names matches.
 
 import numpy as np
 
-from data_prep import filesystems
-from data_prep import safe_io
+from foundation import filesystems
+from foundation import safe_io
 
 INCOMPLETE_SUFFIX = safe_io.INCOMPLETE_SUFFIX
 HEADER_BYTES = 12  # uint64 length + uint32 masked CRC of the length.
@@ -178,7 +178,7 @@ class ShardWriter:
 
     Args:
         path: the final path (local, or a URL).
-        remote: the backend of URLs (`data_prep.filesystems`).
+        remote: the backend of URLs (`foundation.filesystems`).
 
     Raises:
         safe_io.OutputError: the file cannot be created (names it).

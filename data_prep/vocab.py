@@ -22,11 +22,11 @@ import tempfile
 import sentencepiece as spm
 from absl import logging
 
-from data_prep import filesystems
 from data_prep import output
 from data_prep import reader
-from data_prep import safe_io
 from data_prep import text as text_lib
+from foundation import filesystems
+from foundation import safe_io
 
 PAD_ID = 0
 UNK_ID = 1
@@ -154,7 +154,7 @@ def numbered_sentences(path, file_index, counters, do_lower_case,
         file_index: its position among the inputs.
         counters: a `reader.ReadCounters`, updated in place.
         do_lower_case: whether the text is lowercased.
-        remote: the backend of URLs (`data_prep.filesystems`).
+        remote: the backend of URLs (`foundation.filesystems`).
     """
     for number, raw in reader.iter_numbered_lines(path, counters,
                                                   remote=remote):

@@ -72,10 +72,10 @@ import os
 
 from absl import logging
 
-from data_prep import flag_options as options_lib
-from data_prep import safe_io
 from export.options import ExportOptions
 from export.options import check_model_name
+from foundation import flag_options as options_lib
+from foundation import safe_io
 
 PROGRAM = "export_saved_model"
 

@@ -42,7 +42,6 @@ from absl import logging
 
 from albert_tf.layers import preprocessing
 from albert_tf.models import serving_copy
-from data_prep import safe_io
 from export import layout
 from export import litert
 from export import pretrained_export
@@ -50,6 +49,7 @@ from export import serving_command
 from export import serving_compat
 from export import serving_dtype_auto
 from export import signatures
+from foundation import safe_io
 
 _STRINGS = tf.TensorSpec([None], tf.string)
 

@@ -65,9 +65,9 @@ from tensorflow.python.framework import convert_to_constants
 
 from albert_tf.layers import preprocessing
 from albert_tf.tasks.options import LITERT_QUANTIZATIONS
-from data_prep import safe_io
 from export import on_device_tokenizer
 from export import serving_dtype_auto
+from foundation import safe_io
 
 QUANTIZATIONS = LITERT_QUANTIZATIONS
 ENCODER_FILE = "encoder.tflite"

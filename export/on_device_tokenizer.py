@@ -40,8 +40,8 @@ import sentencepiece as spm
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from data_prep import protobuf_wire
 from data_prep import text as text_lib
+from foundation import protobuf_wire
 
 # SentencePiece's ModelProto.normalizer_spec and its NormalizerSpec fields.
 _NORMALIZER_SPEC_FIELD = 3

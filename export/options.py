@@ -10,7 +10,7 @@ from typing import Optional
 from albert_tf.tasks.options import EXPORT_FORMATS
 from albert_tf.tasks.options import litert_quantization_option
 from albert_tf.tasks.options import serving_dtype_option
-from data_prep.flag_options import option
+from foundation.flag_options import option
 
 # `export.litert.LITERT_INPUTS` (that module imports TensorFlow).
 LITERT_INPUTS = ("text", "ids")

@@ -17,7 +17,6 @@ from albert_tf.layers import preprocessing
 from albert_tf.models import serving_copy
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.training import checkpoint as checkpoint_lib
-from data_prep import safe_io
 from data_prep import vocab
 from export import layout
 from export import litert
@@ -25,6 +24,7 @@ from export import serving_command
 from export import serving_compat
 from export import serving_dtype_auto
 from export import signatures
+from foundation import safe_io
 
 ENCODER_SUFFIX = "_encoder"
 PREPROCESSOR_SUFFIX = "_preprocessor"

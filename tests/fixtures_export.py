@@ -44,10 +44,10 @@ def exported_albert(tmp_path_factory, spm_model_path):
     from albert_tf import AlbertConfig
     from albert_tf import AlbertPretrainer
     from albert_tf.training import checkpoint
-    from data_prep import flag_options as options_lib
     from export import export_saved_model
     from export import pretrained_export
     from export.options import ExportOptions
+    from foundation import flag_options as options_lib
 
     sp_model = spm.SentencePieceProcessor(model_file=spm_model_path)
     config = AlbertConfig.from_preset(
@@ -101,9 +101,9 @@ def reduced_precision_exports(exported_albert, tmp_path_factory):
     `exports[dtype]`; each value is the text-in model's version folder."""
     from absl import flags
 
-    from data_prep import flag_options as options_lib
     from export import export_saved_model
     from export.options import ExportOptions
+    from foundation import flag_options as options_lib
 
     root = tmp_path_factory.mktemp("precision")
     model_dir = exported_albert.model_dir

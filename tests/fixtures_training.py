@@ -66,7 +66,7 @@ def short_pretraining_run(tmp_path_factory):
     from absl import logging
 
     from albert_tf.training import pretraining
-    from data_prep import progress
+    from foundation import progress
     from tests import test_pretraining as t
 
     root = tmp_path_factory.mktemp("short_run")

@@ -12,8 +12,8 @@ from data_prep import beam_pipeline
 from data_prep import instances
 from data_prep import pipeline
 from data_prep import reader
-from data_prep import safe_io
 from data_prep import tfrecord
+from foundation import safe_io
 
 OPTIONS = instances.InstanceOptions(max_seq_length=64,
                                     max_predictions_per_seq=10)

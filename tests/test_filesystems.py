@@ -1,11 +1,11 @@
-"""Tests for data_prep.filesystems: local paths and both URL backends."""
+"""Tests for foundation.filesystems: local paths and both URL backends."""
 
 import gzip
 
 import pytest
 
-from data_prep import filesystems
 from data_prep import reader
+from foundation import filesystems
 
 
 def _round_trip(root, remote):

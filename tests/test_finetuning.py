@@ -81,7 +81,7 @@ def test_the_classifier_names_its_classes():
 def test_a_run_reports_progress_and_a_collapse(monkeypatch):
     from absl import logging
 
-    from data_prep import progress
+    from foundation import progress
 
     lines = []
     monkeypatch.setattr(logging, "info", lambda msg, *args: lines.append(

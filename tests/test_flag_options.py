@@ -1,4 +1,4 @@
-"""Options dataclasses and the flags they define (`data_prep.flag_options`)."""
+"""Options dataclasses and the flags they define (`foundation.flag_options`)."""
 
 import dataclasses
 import importlib
@@ -15,8 +15,8 @@ from albert_tf.tasks.options import FinetuneOptions
 from albert_tf.tasks.options import RaceOptions
 from albert_tf.tasks.options import SquadOptions
 from albert_tf.training.options import PretrainingOptions
-from data_prep import flag_options as options_lib
-from data_prep.flag_options import option
+from foundation import flag_options as options_lib
+from foundation.flag_options import option
 
 # Every program of the project (their flags are defined only when run).
 PROGRAMS = ("albert_tf.run_pretraining", "albert_apps.run_classifier",
@@ -165,8 +165,8 @@ def test_a_program_ends_with_one_line(tmp_path, argv, code, line):
     script = tmp_path / "prog.py"
     script.write_text(
         "import dataclasses\n"
-        "from data_prep import flag_options as options_lib\n"
-        "from data_prep.flag_options import option\n"
+        "from foundation import flag_options as options_lib\n"
+        "from foundation.flag_options import option\n"
         "@dataclasses.dataclass\n"
         "class Options:\n"
         "    rate: float = option(0.5, 'A rate.', above=0)\n"

@@ -11,8 +11,8 @@ import sentencepiece as spm
 
 from albert_tf.convert import hf_tokenizer
 from albert_tf.tasks.tokenization import Tokenizer
-from data_prep import protobuf_wire
 from data_prep import text as text_lib
+from foundation import protobuf_wire
 from tests import tasks_testdata
 
 # No piece ending in a digit and a comma: the one rule `tokenizers` lacks.

@@ -1,6 +1,7 @@
 """The packages import in one direction, and `import albert_tf` is cheap.
 
-    data_prep -> albert_tf.config -> layers -> models -> training -> convert
+    foundation -> data_prep -> albert_tf.config -> layers -> models
+      -> training -> convert
       -> tasks -> the library's programs (albert_tf.cli and the
       `albert_tf.run_*` entry names) -> export -> tools -> the programs
       above export (albert_apps: the quickstart, the fine-tuning programs
@@ -24,6 +25,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Package (longest matching prefix wins) -> rank.
 RANKS = {
+    "foundation": -1,
     "data_prep": 0,
     "albert_tf.config": 1,
     "albert_tf.cross_layer_sharing": 1,
@@ -55,8 +57,8 @@ def _rank(module):
 
 
 def _modules():
-    for top in ("data_prep", "albert_tf", "export", "tools", "albert_apps",
-                "benchmarks"):
+    for top in ("foundation", "data_prep", "albert_tf", "export", "tools",
+                "albert_apps", "benchmarks"):
         for folder, _, files in os.walk(os.path.join(REPO, top)):
             for name in sorted(files):
                 if name.endswith(".py"):
@@ -225,7 +227,7 @@ for n in albert_tf.__all__:
     getattr(albert_tf, n)
 print("names", " ".join(albert_tf.__all__))
 from absl import flags
-for package in ("albert_tf", "data_prep", "export"):
+for package in ("albert_tf", "foundation", "data_prep", "export"):
     root = importlib.import_module(package)
     for info in pkgutil.walk_packages(root.__path__, package + "."):
         spec = importlib.util.find_spec(info.name)
@@ -235,8 +237,8 @@ for package in ("albert_tf", "data_prep", "export"):
         importlib.import_module(info.name)
         print("module", info.name)
 print("flags", " ".join(m for m in flags.FLAGS.flags_by_module_dict()
-                        if any(p in m for p in ("albert_tf", "data_prep",
-                                                "export"))))
+                        if any(p in m for p in ("albert_tf", "foundation",
+                                                "data_prep", "export"))))
 """
 
 

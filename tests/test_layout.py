@@ -62,7 +62,7 @@ def test_existing_versions_are_never_overwritten(tmp_path):
 def test_clean_up_removes_only_what_a_killed_export_recorded(tmp_path):
     """A user's `.staging-*` file or folder is never removed; the staging
     folder a killed export recorded in the lock is."""
-    from data_prep import safe_io
+    from foundation import safe_io
 
     (tmp_path / ".staging-mine").mkdir()
     (tmp_path / ".staging-mine" / "notes.txt").write_text("mine")

@@ -257,7 +257,7 @@ def test_offline_an_uncached_name_says_what_to_fetch_and_where(
 
 _KILLED_FETCH = """
 import os, sys
-from data_prep import safe_io
+from foundation import safe_io
 root, key = sys.argv[1], sys.argv[2]
 lock = safe_io.OutputLock(os.path.join(root, key), "fetch",
                           flag="cache entry", kind="file").acquire()

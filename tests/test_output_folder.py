@@ -7,7 +7,7 @@ import types
 import pytest
 
 from albert_tf.training import output_folder
-from data_prep import safe_io
+from foundation import safe_io
 
 
 def _options(settings):

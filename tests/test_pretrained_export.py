@@ -474,8 +474,8 @@ def _strings(values):
 def _parse_export_flags(*extra):
     from absl import flags
 
-    from data_prep import flag_options as options_lib
     from export.options import ExportOptions
+    from foundation import flag_options as options_lib
 
     flag_values = flags.FlagValues()
     options_lib.define_flags(ExportOptions, flag_values,

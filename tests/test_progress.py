@@ -4,7 +4,7 @@ import io
 
 from absl import logging
 
-from data_prep import progress
+from foundation import progress
 from tests import test_pretraining as t
 
 

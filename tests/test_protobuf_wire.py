@@ -1,6 +1,6 @@
 import pytest
 
-from data_prep import protobuf_wire
+from foundation import protobuf_wire
 
 
 @pytest.mark.parametrize("value", [0, 1, 127, 128, 300, 2**31, 2**63 - 1])

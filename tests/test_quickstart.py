@@ -15,7 +15,7 @@ from albert_apps import quickstart
 from albert_apps.quickstart import stages
 from albert_apps.quickstart.__main__ import QuickstartOptions
 from data_prep import pipeline
-from data_prep import safe_io
+from foundation import safe_io
 
 
 def test_split_corpus_holds_out_whole_documents(tmp_path):

@@ -1,8 +1,8 @@
-"""Tests of data_prep.redaction: credentials out of every URL in a text."""
+"""Tests of foundation.redaction: credentials out of every URL in a text."""
 
 import pytest
 
-from data_prep import redaction
+from foundation import redaction
 
 
 @pytest.mark.parametrize("text,expected", [

@@ -1,4 +1,4 @@
-"""Tests of data_prep.safe_archive: every member checked, then extracted.
+"""Tests of foundation.safe_archive: every member checked, then extracted.
 
 The crafted archive is the published pattern that defeats the standard
 library's `data` filter on Pythons before 3.11.13 / 3.12.11 / 3.13.4
@@ -14,7 +14,7 @@ import tarfile
 
 import pytest
 
-from data_prep import safe_archive
+from foundation import safe_archive
 
 
 def add(tar, name, kind=tarfile.REGTYPE, linkname="", data=b""):

@@ -1,4 +1,4 @@
-"""Tests of data_prep.safe_io: the lock, atomic files, shard sets, run records."""
+"""Tests of foundation.safe_io: the lock, atomic files, shard sets, run records."""
 
 import json
 import os
@@ -9,11 +9,11 @@ import textwrap
 
 import pytest
 
-from data_prep import safe_io
+from foundation import safe_io
 
 _HOLD = textwrap.dedent("""
     import sys, time
-    from data_prep import safe_io
+    from foundation import safe_io
     lock = safe_io.OutputLock(sys.argv[1], "holder").acquire()
     print("held", flush=True)
     time.sleep(60)
@@ -86,7 +86,7 @@ def test_a_file_size_limit_is_named_and_leaves_the_old_file(tmp_path):
     path.write_bytes(b"old")
     script = textwrap.dedent(f"""
         import resource
-        from data_prep import safe_io
+        from foundation import safe_io
         resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 16, 1 << 16))
         try:
             safe_io.write_atomically({str(path)!r}, b"x" * (1 << 20))
@@ -213,7 +213,7 @@ def test_leftovers_are_removed_by_record_only(tmp_path):
     (user_folder / "notes.txt").write_text("mine")
     script = textwrap.dedent("""
         import os, sys
-        from data_prep import safe_io
+        from foundation import safe_io
         lock = safe_io.OutputLock(sys.argv[1], "killed").acquire()
         folder = lock.make_folder(sys.argv[1], ".staging-")
         f = safe_io.AtomicFile(os.path.join(sys.argv[1], "a.bin"), lock=lock)

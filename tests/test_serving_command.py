@@ -123,9 +123,9 @@ def test_export_program_prints_the_commands_last(
         exported_albert, tmp_path, capsys):
     from absl import flags
 
-    from data_prep import flag_options as options_lib
     from export import export_saved_model
     from export.options import ExportOptions
+    from foundation import flag_options as options_lib
 
     model_dir = exported_albert.model_dir
     flag_values = flags.FlagValues()

@@ -7,9 +7,9 @@ import os
 import numpy as np
 import pytest
 
-from data_prep import safe_io
 from data_prep import shuffle
 from data_prep import tfrecord
+from foundation import safe_io
 
 
 def _records(count, seed=0, size=(20, 200)):

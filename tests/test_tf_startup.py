@@ -1,4 +1,4 @@
-"""The log lines a program leaves out (`data_prep.tf_startup`), and the real
+"""The log lines a program leaves out (`foundation.tf_startup`), and the real
 ones it keeps, in the order they came.
 
 The samples are lines TensorFlow 2.21, tf.data and the TFLite converter
@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from data_prep import tf_startup
+from foundation import tf_startup
 
 REPO = str(pathlib.Path(__file__).resolve().parents[1])
 
@@ -150,7 +150,7 @@ def test_a_line_is_written_once_complete_and_a_last_one_at_the_end():
 # them, and the process ended without flushing or exiting Python (a crash).
 _PROGRAM = textwrap.dedent("""
     import os, sys
-    from data_prep import tf_startup
+    from foundation import tf_startup
     tf = tf_startup.import_tensorflow()
     tf.constant([1, 2], tf.int64) + 1
     os.write(2, {quiet!r})
@@ -254,7 +254,7 @@ def test_on_a_terminal_a_progress_bar_still_draws(tmp_path):
     `progress.interactive()` says so and a bar is drawn, with no quiet
     line."""
     code = textwrap.dedent("""
-        from data_prep import progress, tf_startup
+        from foundation import progress, tf_startup
         tf_startup.import_tensorflow()
         print(progress.interactive(), flush=True)
         with progress.bar(total=3, description="work") as bar:

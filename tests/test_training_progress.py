@@ -15,7 +15,7 @@ from albert_tf.tasks import glue
 from albert_tf.tasks.options import ClassifierOptions
 from albert_tf.training import baselines
 from albert_tf.training import results
-from data_prep import progress
+from foundation import progress
 from tests import test_pretraining as t
 
 

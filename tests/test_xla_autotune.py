@@ -11,7 +11,7 @@ from absl import flags
 from albert_tf.training import xla_autotune
 from albert_tf.training.options import PretrainingOptions
 from albert_tf.training.options import parse_jit_compile
-from data_prep import flag_options as options_lib
+from foundation import flag_options as options_lib
 from tests import test_pretraining as t
 
 

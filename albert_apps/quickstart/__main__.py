@@ -16,8 +16,8 @@ from absl import logging
 
 from albert_apps.quickstart import inputs
 from albert_apps.quickstart.inputs import QuickstartOptions
-from data_prep import flag_options as options_lib
-from data_prep import tf_startup
+from foundation import flag_options as options_lib
+from foundation import tf_startup
 
 
 def run_and_print(options):

@@ -22,7 +22,7 @@ import os
 import sysconfig
 
 from data_prep import builtin_corpus
-from data_prep import safe_io
+from foundation import safe_io
 
 EVAL_EVERY = 10  # One pretraining-corpus document in EVAL_EVERY is held out.
 # Standard-library packages whose docstrings pretraining never sees: the

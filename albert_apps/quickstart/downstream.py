@@ -52,7 +52,7 @@ import random
 import numpy as np
 
 from albert_apps.quickstart import data
-from data_prep import safe_io
+from foundation import safe_io
 
 # TensorFlow and the model code are imported where they are used (the
 # encoding and fine-tuning functions below): the tasks' text side (passages,

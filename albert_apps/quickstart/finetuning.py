@@ -29,7 +29,7 @@ from albert_tf.layers.task_heads import ClassificationHead
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.training import baselines
 from albert_tf.training import lamb
-from data_prep import progress
+from foundation import progress
 
 HEAD_NAME = "classifier"
 

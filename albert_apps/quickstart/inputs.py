@@ -8,7 +8,7 @@ what the job needs, a corpus it could not use: missing, empty, not text (a
 gzip file, an image), not UTF-8 (naming the line), a single line, too few
 documents for the held-out split and the downstream tasks, or too many
 characters for `--vocab_size`. `run_settings` is what makes an output
-folder's run what it is (`data_prep.safe_io.RunRecord`): a rerun into the
+folder's run what it is (`foundation.safe_io.RunRecord`): a rerun into the
 folder with other settings is refused before anything in it changes.
 
 This module imports no TensorFlow.
@@ -25,11 +25,11 @@ from typing import Optional
 from albert_apps.quickstart import data
 from albert_apps.quickstart import defaults
 from albert_apps.quickstart import downstream
-from data_prep import flag_options as options_lib
-from data_prep import safe_io
 from data_prep import text as text_lib
 from data_prep import vocab as vocab_lib
-from data_prep.flag_options import option
+from foundation import flag_options as options_lib
+from foundation import safe_io
+from foundation.flag_options import option
 
 # What the job needs of a corpus: a held-out document (one pretraining
 # document in `data.EVAL_EVERY`), and `MIN_TASK_DOCUMENTS` downstream

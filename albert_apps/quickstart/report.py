@@ -14,7 +14,7 @@ import os
 from albert_apps import intervals
 from albert_apps.quickstart import stages
 from albert_tf.training import hardware
-from data_prep import safe_io
+from foundation import safe_io
 from tools import plot
 
 REPORT_JSON = "report.json"

@@ -40,9 +40,9 @@ from albert_tf.training import results as results_lib
 from albert_tf.training.options import PretrainingOptions
 from data_prep import instances
 from data_prep import pipeline
-from data_prep import safe_io
 from data_prep import vocab
 from export import pretrained_export
+from foundation import safe_io
 
 # What each stage records (under data/, except where noted).
 CORPUS_JSON = "corpus.json"

@@ -5,7 +5,7 @@ one of transformers 5) from `tokenizer.json` when the directory has one;
 without it, it converts `spiece.model` through sentencepiece's generated
 protobuf module, which needs a newer protobuf runtime than TensorFlow pins,
 and fails. So `convert_checkpoint --target=huggingface` writes the file,
-read here from the model's wire format (`data_prep.protobuf_wire`): the
+read here from the model's wire format (`foundation.protobuf_wire`): the
 pieces and scores (a unigram model), the model's own normalization table,
 and ALBERT's preprocessing in front of it as the released tokenizers have
 it ("``" and "''" to '"', NFKD, accents dropped, and lowercasing when the
@@ -24,7 +24,7 @@ segmentations of a word score the same, SentencePiece (float32 sums) and
 import base64
 import struct
 
-from data_prep import protobuf_wire
+from foundation import protobuf_wire
 
 FILE_NAME = "tokenizer.json"
 # ModelProto: 1 pieces, 3 normalizer_spec; SentencePiece: 1 piece, 2 score,

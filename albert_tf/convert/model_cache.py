@@ -10,7 +10,7 @@ Archives live in `$ALBERT_TF_CACHE` (default `~/.cache/albert_tf`, or
 under `$XDG_CACHE_HOME`), one folder per archive, unpacked. A download
 goes to a hidden `.<key>.partial-*` folder the fetch makes and records in
 its lock (`.<key>.lock`); every member of the archive is checked before
-anything is unpacked (`data_prep.safe_archive`: files and folders only,
+anything is unpacked (`foundation.safe_archive`: files and folders only,
 names inside the folder), the unpacked model is checked (`check`: the
 converter reads it and the model has the release's parameter count), and
 only then is it renamed to `<key>/`, with a record of what was checked
@@ -29,7 +29,7 @@ is not the release.
 
 A URL's `user:password@` is sent as a basic `Authorization` header (never
 to another host a redirect leads to), and every line, log and record shows
-URLs without their credentials (`data_prep.redaction`). Every failure is
+URLs without their credentials (`foundation.redaction`). Every failure is
 one `FetchError` line naming the URL, the cache path and what was wrong;
 nothing is left in the cache. Guide: docs/converting.md.
 """
@@ -50,10 +50,10 @@ import urllib.parse
 import urllib.request
 
 from albert_tf.convert import released
-from data_prep import progress
-from data_prep import redaction
-from data_prep import safe_archive
-from data_prep import safe_io
+from foundation import progress
+from foundation import redaction
+from foundation import safe_archive
+from foundation import safe_io
 
 CACHE_ENV = "ALBERT_TF_CACHE"
 ATTEMPTS = 3

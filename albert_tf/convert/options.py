@@ -7,7 +7,7 @@ before TensorFlow loads; the work is `albert_tf.convert.pretrained`.
 import dataclasses
 from typing import Optional
 
-from data_prep.flag_options import option
+from foundation.flag_options import option
 
 FORMATS = ("albert_tf", "tf1", "huggingface", "keras_hub")
 TARGETS = ("albert_tf", "tf1", "huggingface")

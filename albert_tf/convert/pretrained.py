@@ -38,7 +38,7 @@ from albert_tf.convert.options import TARGETS
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.training import checkpoint
 from albert_tf.training import results
-from data_prep import safe_io
+from foundation import safe_io
 
 # What the main job writes beside the records it builds: the vocabulary
 # they were made with (`model_file`).
@@ -264,10 +264,10 @@ def convert_checkpoint(input_path, output_dir, source=None, target="albert_tf",
         The `ConversionReport`.
 
     Raises:
-        data_prep.safe_io.OutputError: `output_dir` cannot be written, holds
+        foundation.safe_io.OutputError: `output_dir` cannot be written, holds
             the input, is not empty (without `overwrite`) or holds files no
             conversion wrote (with it); a write failed (names the file).
-        data_prep.safe_io.OutputLockedError: another conversion writes
+        foundation.safe_io.OutputLockedError: another conversion writes
             `output_dir`.
         albert_tf.convert.weight_set.ConversionError: for missing, unexpected or
             misshaped tensors; a Hugging Face target without a vocabulary;

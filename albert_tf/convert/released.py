@@ -13,7 +13,7 @@ A *reference* names weights that are not (yet) on this machine:
 - `http(s)://.../name.tar.gz` (or `.tgz`): an archive in the official
   layout (`albert_config.json`, `model.ckpt*`, `30k-clean.model`); a
   `user:password@` in it is sent as a basic `Authorization` header, and
-  shown nowhere (`data_prep.redaction`).
+  shown nowhere (`foundation.redaction`).
 
 An existing local path always wins over a reference of the same spelling.
 `albert_tf.convert.model_cache` fetches, checks and caches what `resolve`
@@ -25,7 +25,7 @@ import hashlib
 import os
 import re
 
-from data_prep import redaction
+from foundation import redaction
 
 OFFICIAL_BASE_URL = "https://storage.googleapis.com/albert_models"
 MIRROR_ENV = "ALBERT_TF_MIRROR"

@@ -15,7 +15,7 @@ import numpy as np
 import safetensors
 import safetensors.numpy
 
-from data_prep import safe_io
+from foundation import safe_io
 
 
 class SafetensorsError(ValueError):
@@ -112,7 +112,7 @@ def save_file(tensors, path, metadata=None):
 
     Raises:
         SafetensorsError: an unsupported dtype or a non-string metadata.
-        data_prep.safe_io.OutputError: the file could not be written (names
+        foundation.safe_io.OutputError: the file could not be written (names
             it and the cause).
     """
     if metadata and not all(isinstance(k, str) and isinstance(v, str)

@@ -19,8 +19,8 @@ import numpy as np
 
 from albert_tf import config as config_lib
 from albert_tf.convert import names
-from data_prep import progress
-from data_prep import safe_io
+from foundation import progress
+from foundation import safe_io
 
 REPORT_NAME = "conversion_report.txt"
 

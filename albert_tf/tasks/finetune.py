@@ -31,7 +31,7 @@ from albert_tf.training import results as results_lib
 from albert_tf.training.options import DTYPES
 from albert_tf.training.trainer import Trainer
 from albert_tf.training.trainer_task import TrainingTask
-from data_prep import redaction
+from foundation import redaction
 
 
 def encoder_from_checkpoint(init_checkpoint=None, albert_config_file=None,

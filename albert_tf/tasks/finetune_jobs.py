@@ -25,7 +25,7 @@ from albert_tf.tasks import race
 from albert_tf.tasks import squad
 from albert_tf.tasks.tokenization import Tokenizer
 from albert_tf.training import baselines
-from data_prep import safe_io
+from foundation import safe_io
 
 
 def check_options(options, strategy=None, inputs=(), predictions=()):

@@ -33,7 +33,7 @@ from absl import logging
 
 from albert_tf.tasks import metrics as metrics_lib
 from albert_tf.training import baselines
-from data_prep import safe_io
+from foundation import safe_io
 
 SPLITS = ("train", "dev", "test")
 

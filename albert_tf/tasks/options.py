@@ -14,7 +14,7 @@ import dataclasses
 from albert_tf.models.serving_dtypes import SERVING_DTYPE_CHOICES
 from albert_tf.training.options import TrainingOptions
 from albert_tf.training.options import local_path
-from data_prep.flag_options import option
+from foundation.flag_options import option
 
 SERVING_DTYPE_HELP = (
     "What the exported text-in model computes in: `float32`; `bfloat16` "

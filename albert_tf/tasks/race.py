@@ -29,7 +29,7 @@ from typing import Optional
 import numpy as np
 
 from albert_tf.tasks import glue
-from data_prep import safe_io
+from foundation import safe_io
 
 LEVELS = ("high", "middle")
 

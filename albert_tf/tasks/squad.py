@@ -39,7 +39,7 @@ from typing import List
 import numpy as np
 from absl import logging
 
-from data_prep import safe_io
+from foundation import safe_io
 
 
 class DataError(ValueError):

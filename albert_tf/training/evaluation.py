@@ -15,7 +15,7 @@ from absl import logging
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import results as results_lib
-from data_prep import progress
+from foundation import progress
 
 
 class Evaluation:

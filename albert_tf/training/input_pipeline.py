@@ -30,8 +30,8 @@ import tensorflow as tf
 
 from albert_tf.training import record_checks as records_lib
 from albert_tf.training.dynamic_masking import mask_example
-from data_prep import safe_io
 from data_prep import schema
+from foundation import safe_io
 
 # Record feature -> model input name.
 _RENAMES = {"input_ids": "input_word_ids", "segment_ids": "input_type_ids"}

@@ -28,7 +28,7 @@ import os
 import tensorflow as tf
 
 from albert_tf.training import checkpoint as checkpoint_lib
-from data_prep import safe_io
+from foundation import safe_io
 
 # The main job's record, beside the records it builds, of their vocabulary.
 DATA_VOCAB_RECORD = "vocab.json"

@@ -23,9 +23,9 @@ from absl import logging
 
 from albert_tf.config import PRESETS
 from albert_tf.config import AlbertConfig
-from data_prep import flag_options as options_lib
-from data_prep import redaction
-from data_prep.flag_options import option
+from foundation import flag_options as options_lib
+from foundation import redaction
+from foundation.flag_options import option
 
 # --dtype -> Keras dtype policy (None: float32 throughout).
 DTYPES = {"float32": None, "bfloat16": "mixed_bfloat16"}

@@ -1,7 +1,7 @@
 """A training job's hold on its output folder (pretraining and fine-tuning).
 
 Every training job writes one folder (`--output_dir`). Two promises of
-docs/reliability.md are kept here, with `data_prep.safe_io`'s mechanism:
+docs/reliability.md are kept here, with `foundation.safe_io`'s mechanism:
 
 - one writer per folder: `hold` takes `safe_io.OutputLock` on it for a
   block. The hold is re-entrant within a process, so the program (the whole
@@ -18,7 +18,7 @@ This module imports no TensorFlow.
 import contextlib
 import os
 
-from data_prep import safe_io
+from foundation import safe_io
 
 FLAG = "--output_dir"
 # Folder -> [lock, depth] of the holds this process has.

@@ -25,7 +25,7 @@ from albert_tf.training import record_checks as records_lib
 from albert_tf.training import results as results_lib
 from albert_tf.training.trainer import Trainer
 from albert_tf.training.trainer_task import TrainingTask
-from data_prep import redaction
+from foundation import redaction
 
 MODEL_INPUTS = INPUT_NAMES + ("masked_lm_positions",)
 # Sentence order is two classes, built balanced: chance is one half.

@@ -31,7 +31,7 @@ import os
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
-from data_prep import safe_io
+from foundation import safe_io
 
 EVAL_RESULTS = "eval_results.txt"
 BEST_DIR = "best"

@@ -57,8 +57,8 @@ from albert_tf.training.options import DTYPES
 from albert_tf.training.options import TrainingDivergedError
 from albert_tf.training.options import TrainingStopped
 from albert_tf.training.options import parse_jit_compile
-from data_prep import progress
-from data_prep import safe_io
+from foundation import progress
+from foundation import safe_io
 
 
 def op_error_summary(error):

@@ -20,7 +20,7 @@ from absl import logging
 
 from albert_tf.training import hardware
 from albert_tf.training.options import parse_jit_compile
-from data_prep import safe_io
+from foundation import safe_io
 
 CHOICE_FILE = "jit_compile.json"
 _PIN = "pass --jit_compile=true|false to pin it"

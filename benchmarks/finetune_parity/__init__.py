@@ -86,7 +86,7 @@ from benchmarks.finetune_parity.tasks import model_dir_of
 from benchmarks.finetune_parity.tasks import squad_data
 from benchmarks.finetune_parity.tasks import write_classification_task
 from benchmarks.finetune_parity.tasks import write_squad_files
-from data_prep import safe_io
+from foundation import safe_io
 
 # === Report ===
 

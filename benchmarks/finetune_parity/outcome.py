@@ -11,7 +11,7 @@ import numpy as np
 from benchmarks.finetune_parity.stats import verdict
 from benchmarks.finetune_parity.stats import welch_interval
 from benchmarks.finetune_parity.tasks import _config_file
-from data_prep import safe_io
+from foundation import safe_io
 
 # Where each seed's pair of results is kept (`<output_dir>/outcome_runs/`).
 RUNS_DIR = "outcome_runs"

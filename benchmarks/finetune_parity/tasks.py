@@ -10,7 +10,7 @@ import os
 import random
 import re
 
-from data_prep import safe_io
+from foundation import safe_io
 
 TINY_CONFIG = dict(vocab_size=2000, embedding_size=32, hidden_size=64,
                    num_hidden_layers=2, num_hidden_groups=1, inner_group_num=1,

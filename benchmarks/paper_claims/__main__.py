@@ -14,8 +14,8 @@ from typing import Optional
 from absl import logging
 
 from benchmarks.paper_claims import job
-from data_prep import flag_options as options_lib
-from data_prep.flag_options import option
+from foundation import flag_options as options_lib
+from foundation.flag_options import option
 
 
 @dataclasses.dataclass

@@ -128,7 +128,7 @@ def test_outputs_get_the_users_umask(tmp_path, model_dir, umask, file_mode,
 def test_second_conversion_into_a_locked_output_fails_at_once(tmp_path,
                                                               model_dir):
     from albert_tf.convert import weight_set
-    from data_prep import safe_io
+    from foundation import safe_io
 
     out = tmp_path / "out"
     _convert(model_dir, out)

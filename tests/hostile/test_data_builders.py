@@ -22,13 +22,13 @@ import pytest
 
 from data_prep import build_vocab
 from data_prep import create_pretraining_data as cpd
-from data_prep import flag_options as options_lib
 from data_prep import instances
 from data_prep import output
 from data_prep import pipeline
 from data_prep import reader
-from data_prep import safe_io
 from data_prep import vocab
+from foundation import flag_options as options_lib
+from foundation import safe_io
 from tests.conftest import corpus_text
 from tests.hostile import common
 
@@ -473,7 +473,7 @@ def test_killed_while_writing_the_shards(tmp_path, big_corpus,
 
 _KILL_BETWEEN_RENAMES = textwrap.dedent("""
     import os, signal, sys
-    from data_prep import filesystems, instances, pipeline
+    from foundation import filesystems, instances, pipeline
     real, renamed = filesystems.rename, []
     def rename(source, target, remote=None):
         real(source, target)

@@ -176,9 +176,9 @@ def test_model_name_or_version_leaving_the_export_folder_is_refused(
     """`--model_name=../x` wrote the export next to `--export_dir`; a name
     that is not one folder name (or a version below 1) is one line, before
     TensorFlow is imported or anything written."""
-    from data_prep import flag_options as options_lib
     from export import export_saved_model
     from export.options import ExportOptions
+    from foundation import flag_options as options_lib
 
     (tmp_path / "keep.txt").write_text("mine")
     snapshot = common.Snapshot(tmp_path)
@@ -237,9 +237,9 @@ def test_second_export_into_a_locked_folder_fails_at_once(tmp_path,
                                                           exported_albert):
     """One writer per export folder: a second run fails at once, naming
     the folder and the holder's process; nothing in the folder changes."""
-    from data_prep import safe_io
     from export import export_saved_model
     from export.options import ExportOptions
+    from foundation import safe_io
 
     model_dir = exported_albert.model_dir
     export_dir = tmp_path / "serving"

@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from data_prep import safe_io
+from foundation import safe_io
 from tests.hostile import common
 
 PROGRAM = "albert_apps.quickstart"

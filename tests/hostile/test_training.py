@@ -99,7 +99,7 @@ def test_a_read_only_output_is_refused_before_any_work(tmp_path):
 
 _HOLD = textwrap.dedent("""
     import sys, time
-    from data_prep import safe_io
+    from foundation import safe_io
     lock = safe_io.OutputLock(sys.argv[1], "run_pretraining").acquire()
     print("held", flush=True)
     time.sleep(120)

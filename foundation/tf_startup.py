@@ -13,7 +13,7 @@ C++ INFO lines. `QUIET_LINES` lists each one and why; docs/troubleshooting.md
 explains them to users.
 
 Programs call `import_tensorflow()` once, before their work
-(`data_prep.flag_options.run_program` does it for every program). It
+(`foundation.flag_options.run_program` does it for every program). It
 imports TensorFlow and lists its devices with the standard error stream
 captured, writes back what was captured less the quiet lines, then passes
 the stream through a small filter process for the rest of the run, so the

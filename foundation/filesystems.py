@@ -183,7 +183,7 @@ def create(path, remote=GFILE):
     directory = os.path.dirname(path)
     if directory:
         os.makedirs(directory, exist_ok=True)
-    from data_prep import safe_io  # A link planted there is never followed.
+    from foundation import safe_io  # A link planted there is never followed.
     return safe_io.open_for_writing(path)
 
 

@@ -36,7 +36,7 @@ from absl import logging
 from absl.flags import _argument_parser
 from absl.flags import _flag
 
-from data_prep import tf_startup
+from foundation import tf_startup
 
 
 def option(default, help, *, choices=None, required=False, minimum=None,
