@@ -22,10 +22,9 @@ PROGRAM = "run_classifier"
 def run(options, strategy=None):
     """Fine-tunes, predicts and exports as `options` say; returns the report."""
     # Here, not at the top: TensorFlow loads after the flags are read.
-    # pylint: disable=import-outside-toplevel
     from albert_tf.tasks import finetune
     from albert_tf.tasks import finetune_jobs
-    from export import finetuned_exports as export_tasks
+    from export import finetuned_exports
     from export import layout
     strategy = strategy or cli.strategy_for(options)
     trainer, report = finetune_jobs.run_classifier(options, strategy)
@@ -35,7 +34,7 @@ def run(options, strategy=None):
         with layout.holding(options.export_dir, PROGRAM):
             # The .tflite is staged with the SavedModel: both appear in
             # the same version, or neither does.
-            report["export"] = export_tasks.export_classifier(
+            report["export"] = finetuned_exports.export_classifier(
                 trainer.model, finetune.spm_model_file(options),
                 options.export_dir,
                 labels=trainer.task.task_info["labels"] or None,
@@ -46,7 +45,7 @@ def run(options, strategy=None):
                 litert_quantization=(options.litert_quantization
                                      if litert else None))
             if litert:
-                report["export_litert"] = export_tasks.litert_file(
+                report["export_litert"] = finetuned_exports.litert_file(
                     report["export"])
     cli.log_report(report, ("best", "submission", "export", "export_litert"))
     if "collapse_warning" in report:

@@ -24,17 +24,16 @@ PROGRAM = "run_squad"
 def run(options, strategy=None):
     """Fine-tunes, predicts and exports as `options` say; returns the report."""
     # Here, not at the top: TensorFlow loads after the flags are read.
-    # pylint: disable=import-outside-toplevel
     from albert_tf.tasks import finetune
     from albert_tf.tasks import finetune_jobs
-    from export import finetuned_exports as export_tasks
+    from export import finetuned_exports
     from export import layout
     strategy = strategy or cli.strategy_for(options)
     trainer, report = finetune_jobs.run_squad(options, strategy)
     if options.export_dir:
         v2 = options.version_2_with_negative
         with layout.holding(options.export_dir, PROGRAM):
-            report["export"] = export_tasks.export_span_extractor(
+            report["export"] = finetuned_exports.export_span_extractor(
                 trainer.model, finetune.spm_model_file(options),
                 options.export_dir,
                 max_seq_length=options.max_seq_length,

@@ -15,7 +15,7 @@ from absl import logging
 from albert_tf.training import output_folder
 from albert_tf.training.options import TrainingDivergedError
 from albert_tf.training.options import TrainingStopped
-from foundation import flag_options as options_lib
+from foundation import flag_options
 from foundation import safe_io
 from foundation import tf_startup
 
@@ -31,7 +31,7 @@ def strategy_for(options):
     """The `tf.distribute` strategy a training program's flags name
     (`--strategy`, `--tpu`, `--tpu_zone`, `--gcp_project`)."""
     # Here, not at the top: TensorFlow loads after the flags are read.
-    from albert_tf.training import distribute  # pylint: disable=import-outside-toplevel
+    from albert_tf.training import distribute
     return distribute.get_strategy(
         options.strategy, tpu=options.tpu, tpu_zone=options.tpu_zone,
         gcp_project=options.gcp_project)
@@ -64,7 +64,7 @@ def run_training_program(options_cls, run, doc, argv=None):
         argv: the command line (default: `sys.argv`).
     """
     logging.set_verbosity(logging.INFO)
-    program = options_lib.program_name(argv)
+    program = flag_options.program_name(argv)
 
     def locked_run(options):
         # The output is checked and locked before TensorFlow loads.
@@ -84,6 +84,6 @@ def run_training_program(options_cls, run, doc, argv=None):
             logging.warning("%s", warning)
         return report
 
-    options_lib.run_program(options_cls, locked_run, argv, doc=doc,
-                    errors=options_lib.USER_ERRORS + (TrainingDivergedError,),
+    flag_options.run_program(options_cls, locked_run, argv, doc=doc,
+                    errors=flag_options.USER_ERRORS + (TrainingDivergedError,),
                     tensorflow=False)

@@ -28,7 +28,7 @@ fields of `albert_tf.convert.options.ConvertOptions`; the work is done by
 from absl import logging
 
 from albert_tf.convert.options import ConvertOptions
-from foundation import flag_options as options_lib
+from foundation import flag_options
 
 
 def convert(options):
@@ -40,7 +40,7 @@ def convert(options):
     Raises:
         ValueError, OSError: bad inputs (nothing is written).
     """
-    from albert_tf.convert import pretrained  # pylint: disable=import-outside-toplevel
+    from albert_tf.convert import pretrained
     try:
         report = pretrained.convert_checkpoint(
             pretrained.local_model_path(options.input), options.output_dir,
@@ -49,7 +49,7 @@ def convert(options):
             overwrite=options.overwrite,
             spm_model_file=options.spm_model_file,
             do_lower_case=options.do_lower_case)
-    except options_lib.USER_ERRORS:
+    except flag_options.USER_ERRORS:
         # Said before the error itself, which the program prints last.
         logging.error("Conversion failed, nothing written to %s",
                       options.output_dir)
@@ -62,7 +62,7 @@ def convert(options):
 
 def main(argv=None):
     logging.set_verbosity(logging.INFO)
-    options_lib.run_program(ConvertOptions, convert, argv, doc=__doc__)
+    flag_options.run_program(ConvertOptions, convert, argv, doc=__doc__)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ from albert_tf.training.options import PretrainingOptions
 def run(options):
     """Runs pretraining under the strategy the options name; logs results."""
     # Here, not at the top: TensorFlow loads after the flags are read.
-    # pylint: disable=import-outside-toplevel
     from albert_tf.convert import pretrained
     from albert_tf.training import pretraining
     task = pretraining.PretrainingTask(

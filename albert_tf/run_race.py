@@ -21,7 +21,6 @@ from albert_tf.tasks.options import RaceOptions
 def run(options, strategy=None):
     """Fine-tunes and predicts as `options` say; returns the report."""
     # Here, not at the top: TensorFlow loads after the flags are read.
-    # pylint: disable=import-outside-toplevel
     from albert_tf.tasks import finetune_jobs
     strategy = strategy or cli.strategy_for(options)
     _, report = finetune_jobs.run_race(options, strategy)

@@ -61,7 +61,7 @@ _ROWS = flags.DEFINE_list(
 
 def driver_row(config, features, dtype, steps, jit_compile=False):
     """A callable running `steps` steps of the driver's compiled loop."""
-    from albert_tf.training import pretraining as train_lib
+    from albert_tf.training import pretraining as pretraining_lib
     from albert_tf.training.options import PretrainingOptions
     from albert_tf.training.trainer import Trainer
 
@@ -72,7 +72,7 @@ def driver_row(config, features, dtype, steps, jit_compile=False):
         max_predictions_per_seq=features["masked_lm_positions"].shape[1],
         num_train_steps=10**6, num_warmup_steps=10, dtype=dtype,
         jit_compile=jit_compile)
-    trainer = Trainer(train_lib.PretrainingTask(options), options)
+    trainer = Trainer(pretraining_lib.PretrainingTask(options), options)
     train_loop = trainer._compiled()[0]
     dataset = tf.data.Dataset.from_tensors(features).repeat()
     iterator = iter(trainer.strategy.experimental_distribute_dataset(dataset))

@@ -240,8 +240,7 @@ def _classifier_accuracy(proto, seq_length, quickstart_dir, task, workdir,
     and scores each served model on the dev set."""
     from albert_tf import load_pretrained
     from albert_tf.tasks.text_models import AlbertTextClassifier
-    from export import finetuned_exports as export_tasks
-
+    from export import finetuned_exports as finetuned_exports_lib
     folder = os.path.join(quickstart_dir, "data", "task", task)
     train_a, train_b, train_y = _read_task(os.path.join(folder, "train.tsv"))
     dev_a, dev_b, dev_y = _read_task(os.path.join(folder, "dev.tsv"))
@@ -257,7 +256,7 @@ def _classifier_accuracy(proto, seq_length, quickstart_dir, task, workdir,
     model.fit(x, train_y, batch_size=16, epochs=epochs, verbose=0)
     labels = {}
     for dtype in SERVING_DTYPES:
-        path = export_tasks.export_text_classifier(
+        path = finetuned_exports_lib.export_text_classifier(
             model, os.path.join(workdir, "cls_" + dtype),
             serving_dtype=dtype)
         serve = tf.saved_model.load(path).signatures["serving_default"]

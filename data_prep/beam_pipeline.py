@@ -45,7 +45,7 @@ from data_prep import output as output_lib
 from data_prep import pipeline
 from data_prep import reader
 from data_prep import shuffle
-from data_prep import statistics as stats_lib
+from data_prep import statistics as statistics_lib
 from data_prep import tfrecord
 from data_prep import vocab
 from foundation import filesystems
@@ -479,7 +479,7 @@ class _Measure(beam.DoFn):
 
     def process(self, element):
         plan = self._plan
-        results = {"totals": stats_lib.Totals(self._options.ngram),
+        results = {"totals": statistics_lib.Totals(self._options.ngram),
                    _READ: reader.ReadCounters()}
         shard_counts = []
         for result in element[1]:
@@ -493,12 +493,12 @@ class _Measure(beam.DoFn):
                 records_per_shard):
             raise pipeline.no_instances_error(
                 read_counters, totals.counts["one_sentence_documents"])
-        stats = stats_lib.statistics(totals, read_counters, self._options)
+        stats = statistics_lib.statistics(totals, read_counters, self._options)
         # The shards under their temporary names (`output.finished_path`).
         stats["mixing"] = mixing.measure_files(
             [output_lib.finished_path(p, _REMOTE) for p in plan.shard_paths],
             sum(records_per_shard), self._vocab_size, _REMOTE)
-        stats_lib.add_run(stats, plan.inputs, plan.shard_paths,
+        statistics_lib.add_run(stats, plan.inputs, plan.shard_paths,
                           records_per_shard, time.time() - self._start_time,
                           self._settings)
         stats["vocabulary"] = self._vocabulary
@@ -597,7 +597,7 @@ def build_pipeline(root, plan, settings, chunk_bytes,
     totals = (built
               | "ChunkCounters" >> beam.FlatMap(_of_kind(_BUILT, 3))
               | "Totals" >> beam.CombineGlobally(SumFn(
-                  functools.partial(stats_lib.Totals, options.ngram),
+                  functools.partial(statistics_lib.Totals, options.ngram),
                   "add")).without_defaults()
               | "TagTotals" >> beam.Map(lambda total: ("totals", total)))
     read_counters = (built
@@ -768,6 +768,6 @@ def _create_locked(input_file, output_file, spm_model_file, runner,
         counters_out.update(counters)
     lock.remove_previous_leftovers()
     stats = json.loads(reader.read_bytes(plan.stats_path, _REMOTE))
-    stats_lib.log_summary(stats, reader.ReadCounters(**stats["read"]),
+    statistics_lib.log_summary(stats, reader.ReadCounters(**stats["read"]),
                           plan.stats_path)
     return stats

@@ -27,7 +27,7 @@ from absl import logging
 
 from data_prep import vocab
 from foundation import filesystems
-from foundation import flag_options as options_lib
+from foundation import flag_options as flag_options_lib
 from foundation.flag_options import option
 
 
@@ -107,5 +107,5 @@ def main(options, pipeline_args=()):
 
 
 if __name__ == "__main__":
-    options_lib.run_program(Options, main, doc=__doc__, pass_through="runner",
+    flag_options_lib.run_program(Options, main, doc=__doc__, pass_through="runner",
                     tensorflow=False)

@@ -41,7 +41,7 @@ from data_prep import instances
 from data_prep import pipeline
 from data_prep import reader
 from foundation import filesystems
-from foundation import flag_options as options_lib
+from foundation import flag_options as flag_options_lib
 from foundation.flag_options import option
 
 
@@ -174,5 +174,5 @@ def main(options, pipeline_args=()):
 
 
 if __name__ == "__main__":
-    options_lib.run_program(Options, main, doc=__doc__, pass_through="runner",
+    flag_options_lib.run_program(Options, main, doc=__doc__, pass_through="runner",
                     tensorflow=False)

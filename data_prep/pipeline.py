@@ -47,7 +47,7 @@ from data_prep import schema
 from data_prep import sentence_order
 from data_prep import shuffle
 from data_prep import static_masking
-from data_prep import statistics as stats_lib
+from data_prep import statistics as statistics_lib
 from data_prep import text as text_lib
 from data_prep import tfrecord
 from data_prep import vocab
@@ -95,10 +95,11 @@ class ChunkProcessor:
 
         Returns:
             `(frames, counters)`: the framed records in their shuffled order
-            and a dict of counts (see `stats_lib.COUNTER_NAMES`, plus `ngram_counts`).
+            and a dict of counts (see `statistics_lib.COUNTER_NAMES`, plus
+            `ngram_counts`).
         """
         settings, options = self.settings, self.settings.options
-        counters = dict.fromkeys(stats_lib.COUNTER_NAMES, 0)
+        counters = dict.fromkeys(statistics_lib.COUNTER_NAMES, 0)
         counters["chunks"] = 1
         seeds = np.random.SeedSequence([settings.random_seed, *chunk.key])
         np_seed, py_seed = seeds.spawn(2)
@@ -518,9 +519,9 @@ def _run_statistics(plan, settings, chunk_bytes, global_shuffle, totals,
                     read_counters, shards, mixed, start_time):
     """The statistics dict of a written run: the counts, the mixing measure,
     and the run's files, time since `start_time` and settings."""
-    stats = stats_lib.statistics(totals, read_counters, settings.options)
+    stats = statistics_lib.statistics(totals, read_counters, settings.options)
     stats["mixing"] = mixed
-    stats_lib.add_run(
+    statistics_lib.add_run(
         stats, plan.inputs, plan.shard_paths, shards.counts,
         time.time() - start_time,
         run_settings(settings.options, settings.dupe_factor,
@@ -542,7 +543,7 @@ def _finish_run(stats, plan, output_file, read_counters, shards, lock):
         shards.abort()
         raise
     lock.remove_previous_leftovers()
-    stats_lib.log_summary(stats, read_counters, plan.stats_path)
+    statistics_lib.log_summary(stats, read_counters, plan.stats_path)
 
 
 def create_pretraining_data(
@@ -629,7 +630,7 @@ def _create_locked(input_file, output_file, spm_model_file, options,
     read_counters = reader.ReadCounters()
     results = _chunk_results(plan, settings, read_counters, num_workers,
                              chunk_bytes, max_line_bytes, locked.fds)
-    totals = stats_lib.Totals(options.ngram)
+    totals = statistics_lib.Totals(options.ngram)
     progress_ = _Progress(totals, read_counters, progress_interval_s,
                           plan.input_bytes)
     start_time = time.time()

@@ -74,7 +74,7 @@ from absl import logging
 
 from export.options import ExportOptions
 from export.options import check_model_name
-from foundation import flag_options as options_lib
+from foundation import flag_options
 from foundation import safe_io
 
 PROGRAM = "export_saved_model"
@@ -89,7 +89,7 @@ def check_options(options):
             folder name, a missing input file, or an `--export_dir` that
             cannot be written (`safe_io.OutputError`).
     """
-    options_lib.check_values(options)
+    flag_options.check_values(options)
     check_model_name(options.model_name)
     if options.litert_inputs != "text" and options.format != "litert":
         raise ValueError("--litert_inputs=%s takes effect with --format=litert "
@@ -145,7 +145,6 @@ def export(options):
             another run holds `--export_dir`; `safe_io.OutputError`: a
             write failed (names the file and the cause).
     """
-    # pylint: disable=import-outside-toplevel
     from export import serving_compat
     if options.tf_serving_version is not None:
         serving_compat.release_name(options.tf_serving_version)
@@ -177,7 +176,7 @@ def export(options):
 
 
 def main(argv=None):
-    options_lib.run_program(ExportOptions, export, argv, doc=__doc__)
+    flag_options.run_program(ExportOptions, export, argv, doc=__doc__)
 
 
 if __name__ == "__main__":

@@ -325,7 +325,6 @@ def builtin_op_names(model_bytes):
         RuntimeError / ValueError: the model needs an op that is not a
             builtin (LiteRT names it).
     """
-    # pylint: disable=import-outside-toplevel
     from ai_edge_litert import interpreter as interpreter_lib
 
     interpreter = interpreter_lib.Interpreter(
@@ -441,7 +440,6 @@ def export_classifier(model, spm_model_proto, labels, folder,
 def run_encoder(model_bytes, texts):
     """The `pooled_output` `[B, H]` of an encoder `.tflite` on `texts`, in
     LiteRT's interpreter with tensorflow-text's ops."""
-    # pylint: disable=import-outside-toplevel
     from ai_edge_litert import interpreter as interpreter_lib
     from tensorflow_text import tflite_registrar
 
@@ -602,7 +600,6 @@ def export_checked_ids_encoder(encoder, spm_model_proto, folder,
 
     def measure(model_bytes):
         ops = builtin_op_names(model_bytes)
-        # pylint: disable=import-outside-toplevel
         from ai_edge_litert import interpreter as interpreter_lib
 
         run = interpreter_lib.Interpreter(
@@ -643,7 +640,6 @@ def export_checked_classifier(model, spm_model_proto, labels, folder,
     Returns:
         `(path, record)`: the `.tflite` path and the record written.
     """
-    # pylint: disable=import-outside-toplevel
     from ai_edge_litert import interpreter as interpreter_lib
     from tensorflow_text import tflite_registrar
 

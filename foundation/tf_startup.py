@@ -202,10 +202,10 @@ def import_tensorflow():
     quiet lines (`QUIET_LINES`) then and for the rest of the run; returns
     the `tensorflow` module."""
     if _show_everything():
-        import tensorflow as tf  # pylint: disable=import-outside-toplevel
+        import tensorflow as tf
         return tf
     if "tensorflow" in sys.modules:
-        import tensorflow as tf  # pylint: disable=import-outside-toplevel
+        import tensorflow as tf
         _filter_the_stream(bool(tf.config.list_physical_devices("GPU")))
         return tf
     sys.stderr.flush()
@@ -214,7 +214,7 @@ def import_tensorflow():
     with tempfile.TemporaryFile() as captured:
         os.dup2(captured.fileno(), 2)
         try:
-            import tensorflow as tf  # pylint: disable=import-outside-toplevel
+            import tensorflow as tf
             has_gpu = bool(tf.config.list_physical_devices("GPU"))
         finally:
             sys.stderr.flush()

@@ -181,6 +181,38 @@ def test_the_check_catches_a_back_import(tmp_path, monkeypatch):
                                "albert_tf.training.trainer")]
 
 
+def aliases_not_named_for_their_module():
+    """`(module, line, "name as alias")` for every project module imported
+    under another name than its own or `<name>_lib` (the one form where its
+    own name clashes with another)."""
+    found = []
+    for module, path in _modules():
+        tree = ast.parse(open(path, encoding="utf-8").read())
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.ImportFrom) and node.module
+                    and not node.level and _rank(node.module)[0]):
+                continue
+            for alias in node.names:
+                if alias.asname not in (None, alias.name, alias.name + "_lib"):
+                    found.append((module, node.lineno,
+                                  f"{alias.name} as {alias.asname}"))
+    return found
+
+
+def test_project_modules_are_imported_under_their_own_names():
+    assert aliases_not_named_for_their_module() == []
+
+
+def test_the_alias_check_catches_another_name(tmp_path, monkeypatch):
+    (tmp_path / "data_prep").mkdir()
+    (tmp_path / "data_prep" / "x.py").write_text(
+        "from foundation import flag_options as options_lib\n"
+        "from foundation import safe_io as safe_io_lib\n")
+    monkeypatch.setattr(sys.modules[__name__], "REPO", str(tmp_path))
+    assert aliases_not_named_for_their_module() == [
+        ("data_prep.x", 1, "flag_options as options_lib")]
+
+
 def test_no_import_cycles():
     assert import_cycles() == []
 

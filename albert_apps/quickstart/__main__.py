@@ -16,7 +16,7 @@ from absl import logging
 
 from albert_apps.quickstart import inputs
 from albert_apps.quickstart.inputs import QuickstartOptions
-from foundation import flag_options as options_lib
+from foundation import flag_options
 from foundation import tf_startup
 
 
@@ -29,8 +29,8 @@ def run_and_print(options):
     arguments = dataclasses.asdict(options)
     with inputs.claim_output(**arguments):
         tf_startup.import_tensorflow()
-        from albert_apps import quickstart  # pylint: disable=import-outside-toplevel
-        from albert_apps.quickstart import job  # pylint: disable=import-outside-toplevel
+        from albert_apps import quickstart
+        from albert_apps.quickstart import job
         report = job.run_claimed(**arguments)
     print()
     print(quickstart.format_report(report), end="")
@@ -40,7 +40,7 @@ def run_and_print(options):
 
 def main(argv=None):
     logging.set_verbosity(logging.INFO)
-    options_lib.run_program(QuickstartOptions, run_and_print, argv, doc=__doc__,
+    flag_options.run_program(QuickstartOptions, run_and_print, argv, doc=__doc__,
                     tensorflow=False)
 
 

@@ -201,7 +201,7 @@ def masked_token_baseline(record_file, max_predictions_per_seq):
         `(0.0, -1, 0)` when nothing is masked.
     """
     # Loaded here: the corpus checks use this module before TensorFlow.
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
 
     spec = {
         "masked_lm_ids": tf.io.FixedLenFeature(

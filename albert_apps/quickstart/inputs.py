@@ -27,7 +27,7 @@ from albert_apps.quickstart import defaults
 from albert_apps.quickstart import downstream
 from data_prep import text as text_lib
 from data_prep import vocab as vocab_lib
-from foundation import flag_options as options_lib
+from foundation import flag_options as flag_options_lib
 from foundation import safe_io
 from foundation.flag_options import option
 
@@ -297,7 +297,7 @@ def check_arguments(**arguments):
         ValueError: "--vocab_size must be a number >= 100. Received: 0".
     """
     names = {f.name for f in dataclasses.fields(QuickstartOptions)}
-    options_lib.check_values(QuickstartOptions(
+    flag_options_lib.check_values(QuickstartOptions(
         **{k: v for k, v in arguments.items() if k in names}))
 
 

@@ -609,15 +609,14 @@ def _remove_hf_files(paths):
 # === keras-hub presets ===
 
 def _fetch_keras_hub(source, check):
-    from albert_tf.convert import keras_hub as keras_hub_format
-
+    from albert_tf.convert import keras_hub as keras_hub_lib
     try:
         from keras_hub.src.utils import preset_utils
     except ImportError:
         raise FetchError(f"Cannot load {source.reference!r}: keras-hub is "
                          "not installed") from None
-    names = (keras_hub_format.CONFIG_NAME, keras_hub_format.WEIGHTS_NAME,
-             keras_hub_format.SPM_PATH)
+    names = (keras_hub_lib.CONFIG_NAME, keras_hub_lib.WEIGHTS_NAME,
+             keras_hub_lib.SPM_PATH)
     for name in names:
         try:
             path = preset_utils.get_file(source.location, name)
@@ -629,7 +628,7 @@ def _fetch_keras_hub(source, check):
                 f"preset {source.location}: {_first_line(error)}. Cache: "
                 f"{cache} (or download the preset by hand and pass its "
                 "folder)") from None
-        if name == keras_hub_format.CONFIG_NAME:
+        if name == keras_hub_lib.CONFIG_NAME:
             folder = os.path.dirname(path)
     try:
         check(folder, source)

@@ -90,7 +90,7 @@ def project(x, layers, dtype):
     if not all(quantized):
         raise ValueError("Layers multiplied together must all be int8 or all "
                          "float. Received: %s" % [layer.name for layer in layers])
-    weights = [layer._kernel for layer in layers]  # pylint: disable=protected-access
+    weights = [layer._kernel for layer in layers]
     scales = [layer.kernel_scale for layer in layers]
     if len(layers) > 1:
         weights, scales = (tf.concat(weights, -1), tf.concat(scales, -1))

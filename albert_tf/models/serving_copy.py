@@ -125,7 +125,7 @@ def _without_collections():
 
 
 def _is_dense(layer):
-    return type(layer) is keras.layers.Dense  # pylint: disable=unidiomatic-typecheck
+    return type(layer) is keras.layers.Dense
 
 
 def serving_copy(model, serving_dtype):

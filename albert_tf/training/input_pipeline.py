@@ -28,7 +28,7 @@ import functools
 
 import tensorflow as tf
 
-from albert_tf.training import record_checks as records_lib
+from albert_tf.training import record_checks as record_checks_lib
 from albert_tf.training.dynamic_masking import mask_example
 from data_prep import schema
 from foundation import safe_io
@@ -84,7 +84,7 @@ def expand_file_patterns(input_file, flag="--input_file"):
             raise ValueError(f"{flag}: no file matches {pattern!r}")
         files.extend(matches)
     safe_io.check_shard_set(files, flag)
-    return records_lib.tfrecord_files(files)
+    return record_checks_lib.tfrecord_files(files)
 
 
 def to_model_features(record):
@@ -115,11 +115,11 @@ def _records(files, is_training, seed, num_pipelines, pipeline_id,
     `pipeline_id` come from its input context.
     """
     # (path, size) -> records, naming the file if one is bad.
-    read_file = functools.partial(records_lib.read_file,
+    read_file = functools.partial(record_checks_lib.read_file,
                                   skip_corrupt_records=skip_corrupt_records)
     shard_files = num_pipelines > 1 and len(files) >= num_pipelines
     dataset = tf.data.Dataset.from_tensor_slices(
-        (files, records_lib.file_sizes(files)))
+        (files, record_checks_lib.file_sizes(files)))
     if shard_files:
         dataset = dataset.shard(num_pipelines, pipeline_id)
     if is_training:
@@ -177,7 +177,7 @@ def pretraining_dataset(input_files, batch_size, max_seq_length,
             not fit the run (`record_checks.check_records`).
     """
     files = expand_file_patterns(input_files, flag)
-    records_lib.check_records(files, max_seq_length, max_predictions_per_seq,
+    record_checks_lib.check_records(files, max_seq_length, max_predictions_per_seq,
                               dynamic_masking is not None, vocab_size)
     if input_context is not None:
         batch_size = input_context.get_per_replica_batch_size(batch_size)

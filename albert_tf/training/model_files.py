@@ -98,7 +98,7 @@ def check_vocabulary(path, vocab_size, origin):
     Raises:
         ValueError: naming the file and where it came from.
     """
-    import sentencepiece as spm  # pylint: disable=import-outside-toplevel
+    import sentencepiece as spm
 
     processor = spm.SentencePieceProcessor()
     try:

@@ -23,7 +23,7 @@ from absl import logging
 
 from albert_tf.config import PRESETS
 from albert_tf.config import AlbertConfig
-from foundation import flag_options as options_lib
+from foundation import flag_options as flag_options_lib
 from foundation import redaction
 from foundation.flag_options import option
 
@@ -203,7 +203,7 @@ class TrainingOptions:
             ValueError: naming the first bad option as the user types it
                 (`--train_batch_size`).
         """
-        options_lib.check_values(self)
+        flag_options_lib.check_values(self)
         if not self.output_dir:
             raise ValueError("--output_dir is required. Received: "
                              f"{self.output_dir!r}")
@@ -215,12 +215,12 @@ class TrainingOptions:
             raise ValueError(f"--optimizer must be one of {OPTIMIZERS}. "
                              f"Received: {self.optimizer!r}")
         # Library callers may build options without the flags' ranges.
-        options_lib.check_fields(
+        flag_options_lib.check_fields(
             self, (self._STEPS_FIELD, "train_batch_size", "eval_batch_size",
                    "save_checkpoints_steps", "iterations_per_loop",
                    "gradient_accumulation_steps", "progress_interval_s"),
             lambda value: value > 0, _POSITIVE)
-        options_lib.check_fields(
+        flag_options_lib.check_fields(
             self, (self._WARMUP_FIELD, "keep_checkpoint_max",
                    "max_train_seconds"),
             lambda value: value >= 0, "--{name} must be >= 0. Received: {value}")
@@ -371,7 +371,7 @@ class PretrainingOptions(TrainingOptions):
 
     def validate(self, num_replicas=1):
         super().validate(num_replicas)
-        options_lib.check_fields(
+        flag_options_lib.check_fields(
             self, ("max_seq_length", "max_predictions_per_seq",
                    "max_eval_steps"), lambda value: value > 0, _POSITIVE)
         if not self.do_train and not self.do_eval:

@@ -21,7 +21,7 @@ from albert_tf.training import dynamic_masking
 from albert_tf.training import input_pipeline
 from albert_tf.training import losses
 from albert_tf.training import model_files
-from albert_tf.training import record_checks as records_lib
+from albert_tf.training import record_checks
 from albert_tf.training import results as results_lib
 from albert_tf.training.trainer import Trainer
 from albert_tf.training.trainer_task import TrainingTask
@@ -137,7 +137,7 @@ class PretrainingTask(TrainingTask):
             inputs.append(self._evaluation_input())
         for input_file, flag in inputs:
             files = input_pipeline.expand_file_patterns(input_file, flag)
-            records_lib.check_records(
+            record_checks.check_records(
                 files, options.max_seq_length, options.max_predictions_per_seq,
                 options.dynamic_masking, self.config.vocab_size)
         self.vocabulary()

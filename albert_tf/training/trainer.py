@@ -1,6 +1,6 @@
 """The one training engine: pretraining and every fine-tuning task run here.
 
-A job describes its model, loss and data as a `training.task.TrainingTask`
+A job describes its model, loss and data as a `training.trainer_task.TrainingTask`
 (`PretrainingTask`, `tasks.finetune.FinetuningTask`); the `Trainer` owns
 everything else:
 

@@ -14,7 +14,7 @@ from typing import Optional
 from absl import logging
 
 from benchmarks.paper_claims import job
-from foundation import flag_options as options_lib
+from foundation import flag_options as flag_options_lib
 from foundation.flag_options import option
 
 
@@ -55,7 +55,7 @@ def run_and_print(options):
 
 def main(argv=None):
     logging.set_verbosity(logging.INFO)
-    options_lib.run_program(PaperClaimsOptions, run_and_print, argv, doc=__doc__)
+    flag_options_lib.run_program(PaperClaimsOptions, run_and_print, argv, doc=__doc__)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ What differs by design (keras-hub's choices, not settable):
 import keras
 import numpy as np
 
-from albert_tf.convert import keras_hub as keras_hub_format
+from albert_tf.convert import keras_hub as keras_hub_lib
 from albert_tf.convert import weight_set
 from albert_tf.training import losses
 from albert_tf.training import pretraining
@@ -122,7 +122,7 @@ def copy_weights(pretrainer, model):
     """
     tensors = weight_set.model_to_official(pretrainer)
     by_path = {v.path: v for v in model.weights}
-    for rule in keras_hub_format.rules(pretrainer.config):
+    for rule in keras_hub_lib.rules(pretrainer.config):
         by_path[rule.external].assign(rule.to_external(tensors[rule.official]))
     sop_head = model.get_layer(SOP_HEAD_NAME)
     sop_head.kernel.assign(tensors["cls/seq_relationship/output_weights"].T)

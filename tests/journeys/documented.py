@@ -284,7 +284,7 @@ def _flag_name(token):
     return match.group(1) if match else None
 
 
-def adapt(text, env=None, set=None, drop=()):  # pylint: disable=redefined-builtin
+def adapt(text, env=None, set=None, drop=()):
     """A command with the changes a test makes.
 
     Args:
@@ -328,6 +328,6 @@ def uncovered(commands):
     return [c for c in commands if not any(key in c.text for key in keys())]
 
 
-def command(key, env=None, set=None, drop=()):  # pylint: disable=redefined-builtin
+def command(key, env=None, set=None, drop=()):
     """The documented command that `key` picks out, adapted (see `adapt`)."""
     return adapt(documented(key), env=env, set=set, drop=drop)
