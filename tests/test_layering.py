@@ -213,6 +213,70 @@ def test_the_alias_check_catches_another_name(tmp_path, monkeypatch):
         ("data_prep.x", 1, "flag_options as options_lib")]
 
 
+# Library modules tested in a test module of another name: module -> the
+# test module that covers it. Every other library module has its own
+# `tests/test_<name>.py` (in `tests/` or a folder under it).
+TESTED_ELSEWHERE = {
+    "albert_apps.quickstart.data": "tests/test_quickstart.py",
+    "albert_apps.quickstart.defaults": "tests/test_quickstart.py",
+    "albert_apps.quickstart.inputs": "tests/hostile/test_main_job.py",
+    "albert_apps.quickstart.job": "tests/test_quickstart.py",
+    "albert_apps.quickstart.queries": "tests/test_quickstart.py",
+    "albert_apps.quickstart.stages": "tests/test_quickstart.py",
+    "albert_apps.quickstart.stages_downstream": "tests/test_resume.py",
+    "albert_apps.run_classifier": "tests/test_run_finetune.py",
+    "albert_apps.run_squad": "tests/test_run_finetune.py",
+    "albert_tf.cli": "tests/test_run_pretraining.py",
+    "albert_tf.convert.options": "tests/test_convert_checkpoint.py",
+    "albert_tf.convert.weight_set": "tests/test_pretrained.py",
+    "albert_tf.layers.task_heads": "tests/test_task_models.py",
+    "albert_tf.models.config_mixin": "tests/test_encoder.py",
+    "albert_tf.models.serving_dtypes": "tests/test_pretrained_export.py",
+    "albert_tf.run_race": "tests/test_run_finetune.py",
+    "albert_tf.tasks.finetune_jobs": "tests/test_run_finetune.py",
+    "albert_tf.tasks.options": "tests/test_run_finetune.py",
+    "albert_tf.training.baselines": "tests/test_training_progress.py",
+    "albert_tf.training.evaluation": "tests/test_trainer.py",
+    "albert_tf.training.options": "tests/test_run_pretraining.py",
+    "albert_tf.training.results": "tests/test_resume.py",
+    "albert_tf.training.trainer_task": "tests/test_trainer.py",
+    "data_prep.static_masking": "tests/test_ngram_masking.py",
+    "export.export_saved_model": "tests/test_pretrained_export.py",
+    "export.options": "tests/test_pretrained_export.py",
+    "export.signatures": "tests/test_pretrained_export.py",
+}
+
+
+def _test_modules():
+    found = {}
+    for folder, _, files in os.walk(os.path.join(REPO, "tests")):
+        for name in files:
+            if name.startswith("test_") and name.endswith(".py"):
+                found.setdefault(name, os.path.relpath(
+                    os.path.join(folder, name), REPO))
+    return found
+
+
+def test_every_library_module_has_a_test_module():
+    tests = _test_modules()
+    missing, stale = [], []
+    for module, path in _modules():
+        name = module.rsplit(".", 1)[-1]
+        if (module.startswith("benchmarks")
+                or os.path.basename(path) in ("__init__.py", "__main__.py")):
+            continue
+        own = tests.get(f"test_{name}.py")
+        elsewhere = TESTED_ELSEWHERE.get(module)
+        if own and elsewhere:
+            stale.append(module)
+        elif not own and not (elsewhere and os.path.exists(
+                os.path.join(REPO, elsewhere))):
+            missing.append(module)
+    assert not missing, f"add tests/test_<name>.py for: {missing}"
+    assert not stale, f"has its own test module now, drop from " \
+        f"TESTED_ELSEWHERE: {stale}"
+
+
 def test_no_import_cycles():
     assert import_cycles() == []
 
