@@ -80,6 +80,17 @@ class AlbertConfig:
         layer_norm_epsilon: LayerNorm epsilon (official: 1e-12).
         share: cross-layer sharing, one of `SHARE_MODES`
             (`albert_tf.cross_layer_sharing`).
+
+    Example:
+
+    ```python
+    from albert_tf import AlbertConfig
+
+    config = AlbertConfig.from_preset("albert_base_v2")
+    print(config.embedding_size, config.hidden_size)  # 128 768: V x E, then E -> H
+    tiny = AlbertConfig.from_preset("tiny", vocab_size=1000, share="ffn")
+    assert AlbertConfig.from_dict(tiny.to_dict()) == tiny
+    ```
     """
 
     vocab_size: int = 30000

@@ -13,10 +13,11 @@ import pytest
 
 import albert_tf
 
-# The classes a newcomer meets first: each must show itself in use.
-MUST_HAVE_EXAMPLES = ("AlbertEncoder", "AlbertPretrainer", "Lamb",
-                      "AlbertClassifier", "AlbertSpanExtractor",
-                      "AlbertMultipleChoice")
+# Every exported class and function shows itself in use (the presets and
+# the sharing modes are data).
+MUST_HAVE_EXAMPLES = tuple(
+    name for name in albert_tf.__all__
+    if name not in ("PRESETS", "SHARE_MODES"))
 _FENCED_PYTHON = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
 
 

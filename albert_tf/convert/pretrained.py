@@ -598,6 +598,21 @@ def load_pretrained(path, dtype=None, config_file=None, fetch_from=None):
         ValueError: if the format is not recognized, or a tensor is missing,
             unexpected or misshaped (`ConversionError`); a fetch that
             failed (`model_cache.FetchError`, one line).
+
+    Example:
+
+    ```python
+    import tempfile
+
+    from albert_tf import AlbertConfig, AlbertPretrainer, load_pretrained
+    from albert_tf.training import checkpoint
+
+    folder = tempfile.mkdtemp()  # a model folder: albert_config.json, a checkpoint
+    checkpoint.save_model_dir(AlbertPretrainer(AlbertConfig.from_preset("tiny")),
+                              folder)
+    model = load_pretrained(folder)  # also an official TF1 release, a Hugging
+    print(type(model).__name__)      # Face folder, a keras-hub preset, a name
+    ```
     """
     path = local_model_path(path, fetch_from)
     source = detect_format(path)

@@ -24,6 +24,18 @@ class AlbertEmbedding(keras.layers.Layer):
 
     Returns:
         float `[B, T, H]`.
+
+    Example:
+
+    ```python
+    import numpy as np
+    from albert_tf import AlbertEmbedding
+
+    embedding = AlbertEmbedding(vocab_size=1000, embedding_size=16, hidden_size=32)
+    ids = np.array([[2, 45, 77, 3]], "int32")
+    hidden = embedding(ids)  # [B, T, H] = [1, 4, 32], through E = 16
+    print(hidden.shape)
+    ```
     """
 
     def __init__(self, vocab_size, embedding_size, hidden_size,

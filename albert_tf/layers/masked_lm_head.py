@@ -33,6 +33,18 @@ class MaskedLMHead(keras.layers.Layer):
 
     Returns:
         float32 logits `[B, P, V]`.
+
+    Example:
+
+    ```python
+    import numpy as np
+    from albert_tf import MaskedLMHead
+
+    head = MaskedLMHead(vocab_size=1000, embedding_size=16)
+    sequence = np.random.default_rng(0).normal(size=(2, 5, 32)).astype("float32")
+    positions = np.array([[1, 3], [0, 2]], "int32")  # the masked tokens
+    print(head(sequence, positions).shape)  # (2, 2, 1000): logits over V
+    ```
     """
 
     def __init__(self, vocab_size, embedding_size, activation="gelu",

@@ -16,6 +16,17 @@ class SentenceOrderHead(keras.layers.Layer):
 
     Returns:
         float32 logits `[B, 2]` (label 1: segments swapped).
+
+    Example:
+
+    ```python
+    import numpy as np
+    from albert_tf import SentenceOrderHead
+
+    head = SentenceOrderHead(hidden_size=32)
+    pooled = np.random.default_rng(0).normal(size=(3, 32)).astype("float32")
+    print(head(pooled).shape)  # (3, 2): in order, or swapped
+    ```
     """
 
     def __init__(self, hidden_size, initializer_range=0.02, **kwargs):

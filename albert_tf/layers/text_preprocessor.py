@@ -65,6 +65,26 @@ class AlbertTextPreprocessor(keras.layers.Layer):
         spm_model: the SentencePiece model: a file path, its bytes, or base64.
         seq_length: T (at least 3).
         do_lower_case: as the vocabulary was built.
+
+    Example:
+
+    ```python
+    import os
+    import tempfile
+
+    import tensorflow as tf
+    from albert_tf import AlbertTextPreprocessor
+    from data_prep import builtin_corpus, vocab
+
+    folder = tempfile.mkdtemp()
+    corpus = os.path.join(folder, "corpus.txt")
+    builtin_corpus.write_corpus(corpus, max_chars=200_000)
+    vocab.train_vocab(corpus, os.path.join(folder, "spm"), vocab_size=800)
+    preprocessor = AlbertTextPreprocessor(os.path.join(folder, "spm.model"),
+                                          seq_length=12)
+    ids = preprocessor(tf.constant(["Return the sum of a list.", "Open a file."]))
+    print(sorted(ids), ids["input_word_ids"].shape)  # ... (2, 12)
+    ```
     """
 
     def __init__(self, spm_model, seq_length=128, do_lower_case=True, **kwargs):

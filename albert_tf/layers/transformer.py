@@ -40,6 +40,18 @@ class SelfAttentionSubBlock(keras.layers.Layer):
     Returns:
         float `[B, T, H]` (`[B, Q, H]` with `query_positions`):
         `LayerNorm(dropout(attention(x)) + x)`.
+
+    Example:
+
+    ```python
+    import numpy as np
+    from albert_tf import SelfAttentionSubBlock
+
+    attention = SelfAttentionSubBlock(hidden_size=32, num_heads=4)
+    x = np.random.default_rng(0).normal(size=(2, 5, 32)).astype("float32")
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], "int32")  # 1: a token
+    print(attention(x, padding_mask=mask).shape)  # (2, 5, 32)
+    ```
     """
 
     def __init__(self, hidden_size, num_heads, dropout=0.0,
@@ -164,6 +176,17 @@ class FeedForwardSubBlock(keras.layers.Layer):
 
     Returns:
         float `[B, T, H]`: `LayerNorm(dropout(ffn(x)) + x)`.
+
+    Example:
+
+    ```python
+    import numpy as np
+    from albert_tf import FeedForwardSubBlock
+
+    ffn = FeedForwardSubBlock(hidden_size=32, intermediate_size=64)
+    x = np.random.default_rng(0).normal(size=(2, 5, 32)).astype("float32")
+    print(ffn(x).shape)  # (2, 5, 32): the same shape, the residual added
+    ```
     """
 
     def __init__(self, hidden_size, intermediate_size, activation="gelu",
@@ -234,6 +257,19 @@ class TransformerBlock(keras.layers.Layer):
     `AlbertEncoder` calls the two sub-blocks itself so it can share them
     independently; this layer is the same computation as one unit, for users who
     stack blocks of their own.
+
+    Example:
+
+    ```python
+    import numpy as np
+    from albert_tf import TransformerBlock
+
+    block = TransformerBlock(hidden_size=32, num_heads=4, intermediate_size=64)
+    x = np.random.default_rng(0).normal(size=(2, 5, 32)).astype("float32")
+    once = block(x)
+    twice = block(once)  # cross-layer sharing: the same weights applied again
+    print(len(block.weights), twice.shape)
+    ```
     """
 
     def __init__(self, hidden_size, num_heads, intermediate_size,

@@ -202,6 +202,18 @@ class AdamW(_OfficialAdamFamily):
 
     Takes the same arguments as `Lamb`; `exclude_from_layer_adaptation` is
     accepted and has no effect.
+
+    Example:
+
+    ```python
+    import keras
+    import numpy as np
+    from albert_tf import AdamW, WarmupPolynomialDecay
+
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    model.compile(AdamW(WarmupPolynomialDecay(1e-2, num_train_steps=20)), "mse")
+    model.fit(np.ones((8, 4)), np.ones((8, 1)), epochs=1, verbose=0)
+    ```
     """
 
     def __init__(self, learning_rate=0.00176, name="adamw", **kwargs):

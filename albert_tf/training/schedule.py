@@ -18,6 +18,18 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
         num_warmup_steps: steps of linear warmup (0: none).
         poly_power: the decay's power (1.0: linear).
         end_learning_rate: the final learning rate.
+
+    Example:
+
+    ```python
+    from albert_tf import Lamb, WarmupPolynomialDecay
+
+    schedule = WarmupPolynomialDecay(1e-3, num_train_steps=100, num_warmup_steps=10)
+    print(float(schedule(5)), float(schedule(10)), float(schedule(100)))
+    # 0.0005 0.0009 0.0: the warm-up's line over the first 10 steps, the
+    # linear decay over all 100 after it (the official rule)
+    optimizer = Lamb(learning_rate=schedule)
+    ```
     """
 
     def __init__(self, learning_rate, num_train_steps, num_warmup_steps=0,
