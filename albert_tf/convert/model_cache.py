@@ -168,7 +168,7 @@ def _fetch_locked(source, check, lock, root, entry):
                 problem = "the download is " + problem
             raise FetchError(_archive_line(source, entry, problem)) from None
         os.remove(archive)
-        folder = model_folder(unpacked, source, entry)
+        folder = unpacked_model_folder(unpacked, source, entry)
         try:
             check(folder, source)
         except Exception as error:  # noqa: BLE001 - any check failure
@@ -259,7 +259,7 @@ _WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EROFS,
                  errno.EFBIG, errno.EPERM)
 
 
-def model_folder(folder, source, entry=None):
+def unpacked_model_folder(folder, source, entry=None):
     """The folder inside an unpacked archive that holds the model: the
     folder itself or its only subfolder (the official archives hold one,
     e.g. `albert_base/`)."""
@@ -304,7 +304,7 @@ def verified_entry(entry, source, check):
             source, entry, f"cannot be read ({error.strerror})")) from None
     if not names:
         raise FetchError(_entry_line(source, entry, "is empty"))
-    folder = model_folder(entry, source)
+    folder = unpacked_model_folder(entry, source)
     record = _read_record(entry)
     if record is not None and _same(record, _record(entry, folder, source)):
         return folder
@@ -653,4 +653,4 @@ def _first_line(error):
 
 
 __all__ = ["ATTEMPTS", "CACHE_ENV", "FetchError", "RECORD_NAME", "cache_root",
-           "fetch", "model_facts", "model_folder", "verified_entry"]
+           "fetch", "model_facts", "unpacked_model_folder", "verified_entry"]
