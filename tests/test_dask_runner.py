@@ -289,9 +289,11 @@ def test_ctrl_c_cancels_the_run_and_a_second_run_is_refused(
     out.mkdir()
     (out / "t.tfrecord").write_bytes(b"an earlier run's shard")
     earlier = _visible(str(out))
+    # Five times the other cases' maskings: the run must outlast the second
+    # program's start on a machine with nothing else running.
     flags = _flags(fault_corpus, str(out / "t.tfrecord"), spm_model_path,
                    cluster.address, "--num_output_shards=1",
-                   "--noglobal_shuffle")
+                   "--noglobal_shuffle", "--dupe_factor=30")
     process = start_program(PROGRAM, *flags)
     try:
         _when(lambda: len(_pieces(str(out))) >= 2)

@@ -473,7 +473,8 @@ def test_killed_while_writing_the_shards(tmp_path, big_corpus,
 
 _KILL_BETWEEN_RENAMES = textwrap.dedent("""
     import os, signal, sys
-    from foundation import filesystems, instances, pipeline
+    from data_prep import instances, pipeline
+    from foundation import filesystems
     real, renamed = filesystems.rename, []
     def rename(source, target, remote=None):
         real(source, target)
