@@ -40,20 +40,18 @@ def test_each_key_picks_out_one_command(key):
     assert len(documented.matching(key, COMMANDS)) == 1, key
 
 
-def _documented_keys_read_by(path):
-    """The string keys `path` passes to `documented.command(...)` (a literal
-    or a module-level name bound to one)."""
+def _keys_passed_to(path, function):
+    """The string keys `path` passes to `documented.<function>(...)` (a
+    literal or a module-level name bound to one)."""
     tree = ast.parse(open(os.path.join(REPO, path), encoding="utf-8").read())
-    names = {}
-    for node in tree.body:
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name)
-                and isinstance(node.value, ast.Constant)):
-            names[node.targets[0].id] = node.value.value
+    names = {node.targets[0].id: node.value.value for node in tree.body
+             if isinstance(node, ast.Assign) and len(node.targets) == 1
+             and isinstance(node.targets[0], ast.Name)
+             and isinstance(node.value, ast.Constant)}
     found = set()
     for node in ast.walk(tree):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "command"
+                and node.func.attr == function
                 and isinstance(node.func.value, ast.Name)
                 and node.func.value.id == "documented" and node.args):
             first = node.args[0]
@@ -62,6 +60,10 @@ def _documented_keys_read_by(path):
             elif isinstance(first, ast.Name) and first.id in names:
                 found.add(names[first.id])
     return found
+
+
+def _documented_keys_read_by(path):
+    return _keys_passed_to(path, "command")
 
 
 @pytest.mark.parametrize("key", list(documented.JOURNEYS))
@@ -116,23 +118,7 @@ def test_each_python_key_picks_out_one_block(key):
 
 
 def _code_block_keys_read_by(path):
-    """The string keys `path` passes to `documented.code_block(...)` (a
-    literal or a module-level name bound to one)."""
-    tree = ast.parse(open(os.path.join(REPO, path), encoding="utf-8").read())
-    names = {node.targets[0].id: node.value.value for node in tree.body
-             if isinstance(node, ast.Assign) and len(node.targets) == 1
-             and isinstance(node.targets[0], ast.Name)
-             and isinstance(node.value, ast.Constant)}
-    found = set()
-    for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "code_block" and node.args):
-            first = node.args[0]
-            if isinstance(first, ast.Constant):
-                found.add(first.value)
-            elif isinstance(first, ast.Name) and first.id in names:
-                found.add(names[first.id])
-    return found
+    return _keys_passed_to(path, "code_block")
 
 
 @pytest.mark.parametrize("key", list(documented.PYTHON_BLOCKS))
