@@ -99,29 +99,18 @@ def reduced_precision_exports(exported_albert, tmp_path_factory):
     """`exported_albert`'s checkpoint exported again by the program's
     `export` with `--serving_dtype=<dtype>`, on first use of
     `exports[dtype]`; each value is the text-in model's version folder."""
-    from absl import flags
-
     from export import export_saved_model
-    from export.options import ExportOptions
-    from foundation import flag_options as options_lib
 
     root = tmp_path_factory.mktemp("precision")
     model_dir = exported_albert.model_dir
 
     def export(serving_dtype):
-        flag_values = flags.FlagValues()
-        options_lib.define_flags(ExportOptions, flag_values,
-                                 module_name="export_saved_model")
-        flag_values([
-            "export_saved_model", "--checkpoint=" + model_dir,
-            "--albert_config_file=" + model_dir + "/albert_config.json",
-            "--spm_model_file=" + model_dir + "/spm.model",
+        return export_saved_model.export(export_options(
+            "--checkpoint=" + model_dir,
             "--export_dir=" + str(root / serving_dtype), "--save_keras=false",
             "--max_seq_length=%d" % exported_albert.max_seq_length,
             "--top_k=%d" % exported_albert.top_k,
-            "--serving_dtype=" + serving_dtype])
-        return export_saved_model.export(options_lib.from_flags(
-            ExportOptions, flag_values))["serving"]
+            "--serving_dtype=" + serving_dtype))["serving"]
 
     class Exports(dict):
         def __missing__(self, serving_dtype):
@@ -206,3 +195,16 @@ def exported_tasks(tmp_path_factory):
         fixed_path=fixed_path, max_seq_length=TASK_SEQ_LENGTH)
 
 
+def export_options(*flags):
+    """`ExportOptions` parsed from `export_saved_model`'s flags, as the
+    program parses them."""
+    from absl import flags as absl_flags
+
+    from export.options import ExportOptions
+    from foundation import flag_options
+
+    flag_values = absl_flags.FlagValues()
+    flag_options.define_flags(ExportOptions, flag_values,
+                              module_name="export_saved_model")
+    flag_values(["export_saved_model", *flags])
+    return flag_options.from_flags(ExportOptions, flag_values)

@@ -121,24 +121,13 @@ def test_a_classifier_export_is_one_model(exported_tasks):
 @pytest.mark.slow
 def test_export_program_prints_the_commands_last(
         exported_albert, tmp_path, capsys):
-    from absl import flags
-
     from export import export_saved_model
-    from export.options import ExportOptions
-    from foundation import flag_options as options_lib
+    from tests.fixtures_export import export_options
 
-    model_dir = exported_albert.model_dir
-    flag_values = flags.FlagValues()
-    options_lib.define_flags(ExportOptions, flag_values,
-                             module_name="export_saved_model")
-    flag_values([
-        "export_saved_model", "--checkpoint=" + model_dir,
-        "--albert_config_file=" + model_dir + "/albert_config.json",
-        "--spm_model_file=" + model_dir + "/spm.model",
+    export_saved_model.export(export_options(
+        "--checkpoint=" + exported_albert.model_dir,
         "--export_dir=" + str(tmp_path), "--save_keras=false",
-        "--max_seq_length=16", "--serving_dtype=int8"])
-    export_saved_model.export(options_lib.from_flags(ExportOptions,
-                                                     flag_values))
+        "--max_seq_length=16", "--serving_dtype=int8"))
     out = capsys.readouterr().out
     server, docker = _commands(out)
     assert out.index("docker run") > out.index("serving: ")
