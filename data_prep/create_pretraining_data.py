@@ -1,37 +1,11 @@
-r"""Builds ALBERT pretraining TFRecords (MLM + SOP) from text.
+"""Builds ALBERT pretraining TFRecords (MLM + SOP) from text.
 
-    python -m data_prep.create_pretraining_data \
-        --input_file='corpus/*.txt.gz' --output_file=data/train.tfrecord \
-        --spm_model_file=vocab/30k-clean.model --max_seq_length=512 \
-        --dupe_factor=40 --num_workers=8 --num_output_shards=64
-
-The flags and defaults are those of the official ALBERT script, plus
-`--num_workers` and `--num_output_shards` (and a few memory knobs).
-Output: the shards (official schema, see `data_prep.schema`) and the
-statistics file `<directory>/stats.<name>.json`
-(`data/stats.train.tfrecord.json` above), named after the whole output name
-so that two outputs in one folder never share it and a glob over the shards
-(`data/train.tfrecord*`) does not match it. Input files that are not text
-(TFRecords, JSON, binary) are skipped and named in the log; an output that is
-also an input, or cannot be written, is refused before anything is written;
-one run at a time writes an output (a second fails at once, naming the
-first's process id); shards are written under hidden temporary names and a
-rerun replaces the earlier run's files of the same `--output_file` once the
-new ones are complete (see `data_prep.output`, also for what a kill leaves).
-The records are written in one global random order (as the official script
-writes them, but in bounded memory: `--shuffle_memory_mb`), so every shard
-is a random sample of the whole corpus; the statistics file reports how well
-the output is mixed (`mixing`). The same inputs and seed give byte-identical
-output whatever `--num_workers` and `--shuffle_memory_mb` are. See
-`data_prep.pipeline` for the data flow and the bounded memory, and
-`data_prep.shuffle` for the shuffle.
-
-Past one machine, `--runner=DaskRunner` (or DataflowRunner, FlinkRunner,
-SparkRunner, DirectRunner, PrismRunner) runs the same work as an Apache Beam
-pipeline and writes the same bytes; the other Beam pipeline options
-(`--dask_client_address`, `--project`, `--region`, `--temp_location`,
-`--setup_file`, `--direct_num_workers`, ...) follow on the command line.
-See `data_prep.beam_pipeline` and docs/beam.md.
+With the official script's flags and defaults, plus `--num_workers`,
+`--num_output_shards` and a few memory knobs, it writes the shards in the
+official schema, in one global random order, and a statistics file beside
+them; the same inputs and seed give the same bytes for any worker count,
+and `--runner` runs the same work as an Apache Beam pipeline. Guide:
+docs/pretraining_data.md#examples (Beam: docs/beam.md).
 """
 
 import dataclasses

@@ -1,36 +1,10 @@
 """The masked-LM masking rules, as data and small pure functions.
 
-Two implementations mask pretraining sequences: the static record builder
-(`data_prep.static_masking`, NumPy) and dynamic masking inside tf.data
-(`albert_tf.training.dynamic_masking`, TensorFlow graph ops). Both take every
-rule and number from this module, so they cannot drift apart; the TensorFlow
-one turns the numbers into constant tensors. This module needs no TensorFlow:
-the record builder's worker processes never load it.
-
-The rules (those of the official ALBERT `create_pretraining_data.py`, with
-this project's documented changes):
-- Tokens in `NEVER_MASKED_IDS` (padding, `<unk>`, `[CLS]`, `[SEP]`,
-  `[MASK]`) are never masked; they also end words and n-grams, so a span
-  never crosses `[SEP]`. The official script excludes only `[CLS]` and
-  `[SEP]`; predicting `<unk>` teaches nothing about the text.
-- Words (`do_whole_word_mask`): a maskable token starts a word when its
-  piece starts one (`is_start_piece`) or when the token before it is not
-  maskable; other tokens join the word before them. Without whole-word
-  masking every maskable token is a word.
-- Budget: `prediction_budget` tokens per sequence, `min(P, max(1,
-  round(len * masked_lm_prob)))` with `len` counting every token of the
-  sequence (`[CLS]` and `[SEP]` included) and round-half-to-even; none when
-  `masked_lm_prob` is 0.
-- Spans: words are visited in a random order; each draws n in
-  `1..min(ngram, words left in its run of maskable tokens)` with p(n) ∝ 1/n
-  (reversed when not `favor_shorter_ngram`) renormalised over that range
-  (`ngram_cdf`), shrinks n while the span would exceed the budget (skipped at
-  0), and is skipped when it overlaps a chosen span. The visit stops when
-  the budget is met or the words run out, so a sequence may get fewer tokens
-  than its budget when no word left fits.
-- Each chosen token becomes `[MASK]` with probability `MASK_TOKEN_PROB`,
-  stays itself with `KEEP_TOKEN_PROB`, and becomes a uniform random id in
-  `[0, vocab_size)` with `RANDOM_TOKEN_PROB` (`replacement_thresholds`).
+The static record builder (`data_prep.static_masking`) and dynamic masking
+in tf.data (`albert_tf.training.dynamic_masking`) both take every rule and
+number from here, so they cannot drift apart; this module needs no
+TensorFlow. The rules, and where they differ from the official script:
+docs/pretraining_data.md#masking.
 """
 
 import dataclasses

@@ -1,38 +1,10 @@
 """Sentence-order prediction (SOP) data: the segment pairs and their labels.
 
-ALBERT's second pretraining task asks whether two segments are in their
-original order. A pair is two runs of whole sentences, A and B, taken back
-to back from one document (`[CLS] A [SEP] B [SEP]` once laid out by
-`instances.assemble`); its label (`next_sentence_labels` in the records) is
-0 when A comes first in the document and 1 when the two were swapped. The
-semantics are those of the official ALBERT `create_pretraining_data.py`;
-sentences are token ranges of one flat id array and pairs are ranges into it.
-
-Pairs (`build_pairs`), for each document and each dupe:
-- a target length `max_seq_length - 3`, or with probability `short_seq_prob`
-  a random length in `[2, max_seq_length - 3]`;
-- sentences accumulate until the target is reached or the document ends;
-  segment A takes the first `randint(1, n - 1)` of the n sentences, B the
-  rest; with probability 0.5 A and B are swapped (label 1), else label 0;
-- `random_next_sentence`: with probability 0.5 (and always for a lone
-  sentence) B comes from another document of the same chunk, label 1, and the
-  unused sentences are put back (NSP-style, as the official flag);
-- the longer side is truncated one token at a time, from the front or the
-  back at random, until the pair fits `max_seq_length - 3`.
-
-Where this differs from the official script, on purpose:
-- Everything is drawn from a seeded generator, so output is reproducible.
-- The target length is drawn per instance, not once per document, so the
-  fraction of short instances is `short_seq_prob` whatever the document
-  lengths.
-- A lone sentence (one long sentence, or the last one of a document) is split
-  at a random word start into A and B with the SOP swap, instead of being
-  paired with a random document; so every instance is a true SOP pair and the
-  labels stay balanced. Documents of one sentence are skipped (and counted)
-  by the caller. With `random_next_sentence` the official behaviour is kept.
-- Truncation removes the same number of tokens from the same sides; the
-  count taken from the front is drawn as Binomial(k, 1/2), which is the
-  distribution of the official one-token-at-a-time coin flips.
+`build_pairs` cuts each document into pairs of sentence runs, A and B, with
+label 0 when A comes first and 1 when they were swapped, with the official
+script's semantics on token ranges of one flat id array. The rules, and
+where they differ from the official script on purpose:
+docs/pretraining_data.md#sentence-order-pairs.
 """
 
 import dataclasses

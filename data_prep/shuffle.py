@@ -1,38 +1,10 @@
 """The global shuffle: all instances of a run in one random order.
 
-The official builder shuffles every instance of the corpus in memory before
-writing. This module gives the same kind of order in bounded memory, and the
-same bytes on every runner.
-
-Keys. Record `j` of chunk `key` (`reader.Chunk.key`) gets a 64-bit key, the
-`j`-th value of a generator seeded by `(random_seed, *key, _KEY_STREAM)`
-(`record_keys`). The output order is ascending `(key, record bytes)`. The
-keys are independent and uniform, so that order is a uniform random
-permutation of the records, whatever the input order, the chunking, the
-number of workers, shards or buckets, and the runner; the `dupe_factor`
-maskings of a document land anywhere in the output.
-
-Buckets. A bucket is a contiguous range of the key space: with `2**bits`
-buckets, a key's bucket is its top `bits` bits (`bucket_of`). So the output
-is the buckets in order, each sorted: the bucket count changes memory, never
-the bytes. The local builder (`data_prep.pipeline`) makes two passes:
-
-1. scatter: each record goes, with its key, to its bucket's file
-   (`BucketScatter`) in a temporary folder beside the output
-   (`temp_dir`: the hidden `<directory>/.<name>.shuffle-temp-<id>`, which
-   no glob over the shards matches, named after the whole output name);
-2. gather: bucket by bucket, the file is read into memory, sorted by key and
-   its records written out (`sorted_frames`). A bucket larger than the
-   memory budget is first split by the next key bits into smaller files
-   (`split_bits`, one streaming pass), so memory stays bounded even when
-   the first estimate of the output size (`bucket_bits`) was low.
-
-The Beam pipeline (`data_prep.beam_pipeline`) uses the same keys and
-buckets, with the runner's GroupByKey as the scatter.
-
-Bucket file layout: records one after another, each a little-endian uint64
-key followed by one TFRecord frame (which carries its own length and its
-length's checksum, checked when the bucket is read back: `BucketError`).
+Each record gets a seeded 64-bit key and the output is the records sorted
+by key, bucket by bucket, so the order is a uniform random permutation in
+bounded memory, with the same bytes on every runner. The keys, the
+buckets, the two passes and the bucket file layout:
+docs/pretraining_data.md#the-global-shuffle-on-disk.
 """
 
 import errno

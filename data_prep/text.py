@@ -1,44 +1,11 @@
 """Text preprocessing and SentencePiece tokenization, with two faces.
 
-ALBERT feeds SentencePiece with text that went through one preprocessing step
-(bytes are decoded first, each malformed UTF-8 sequence read as
-`MALFORMED_CHAR`, which becomes `<unk>` inside its word):
-
-1. whitespace is collapsed: runs of whitespace become one space and leading
-   and trailing whitespace is removed ("whitespace" is what Python's
-   `str.split()` splits on, i.e. `str.isspace()`, Unicode-wide);
-2. "``" and "''" become '"' (the official tokenizer's LaTeX-quote rule);
-3. the text is put in Unicode normalization form NFKD;
-4. every character with a non-zero canonical combining class is dropped
-   (accents and other combining marks: "é" -> "e");
-5. the text is lowercased when `do_lower_case` (full Unicode lowercasing).
-
-That step exists twice here, and both faces are built from the same tables:
-
-- `preprocess_text` is the Python face, used while building pretraining data
-  and vocabularies;
-- `preprocess_text_graph` is the graph face: plain TensorFlow /
-  tensorflow-text ops on a `tf.string` tensor, usable inside `tf.function` and
-  in a SavedModel (the serving preprocessor). Whitespace and combining marks
-  are matched with regular-expression classes generated from Python's
-  `unicodedata`, so the graph face removes exactly the characters the Python
-  face removes.
-
-`tokenize_to_ids` and `tokenize_to_ids_graph` add SentencePiece on top
-(Python `sentencepiece` and `tensorflow_text.SentencepieceTokenizer`, which run
-the same model, normalizer included), with the official tokenizer's one
-change to SentencePiece's pieces (`encode_pieces` in the official
-`tokenization.py`, also in Hugging Face's `AlbertTokenizer`): a piece longer
-than one character that ends in a digit and a comma is split off its comma.
-Its text without the comma (and without "▁") is encoded again, the leading
-"▁" SentencePiece adds to it is dropped when the original piece had none,
-and "," follows as its own piece: "▁1990," becomes "▁1990", ",". Ids come
-from the pieces (unknown pieces are `<unk>`), so text like "In 1990, 3,000
-people" gets the ids the released checkpoints were trained with. Tests
-check that both faces give identical ids on hard text, and the official rule.
-
-TensorFlow is imported only inside the graph-face functions: data-prep
-worker processes use the Python face and stay free of TensorFlow.
+The Python face (`preprocess_text`, `tokenize_to_ids`) serves data
+preparation; the graph face (`preprocess_text_graph`,
+`tokenize_to_ids_graph`) runs in `tf.function` and SavedModels. Both are
+built from the same tables and give the same ids, the official digit-comma
+rule included; TensorFlow is imported only inside the graph face. The
+steps and the rule: docs/pretraining_data.md#text-and-tokenization.
 """
 
 import codecs
