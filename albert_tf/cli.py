@@ -13,8 +13,8 @@ import sys
 from absl import logging
 
 from albert_tf.training import output_folder
-from albert_tf.training.options import TrainingDivergedError
-from albert_tf.training.options import TrainingStopped
+from albert_tf.training.errors import TrainingDivergedError
+from albert_tf.training.errors import TrainingStopped
 from foundation import flag_options
 from foundation import safe_io
 from foundation import tf_startup

@@ -20,7 +20,7 @@ from foundation.flag_options import option
 
 # Every program of the project (their flags are defined only when run).
 PROGRAMS = ("albert_tf.run_pretraining", "albert_apps.run_classifier",
-            "albert_apps.run_squad", "albert_tf.run_race",
+            "albert_apps.run_squad", "albert_apps.run_race",
             "albert_tf.convert_checkpoint", "albert_apps.quickstart",
             "data_prep.build_vocab", "data_prep.create_pretraining_data",
             "export.export_saved_model")
@@ -106,7 +106,7 @@ def test_every_program_imports_in_one_process_defining_no_flags():
 @pytest.mark.parametrize("module,flag", [
     ("albert_apps.run_classifier", "task_name"),
     ("albert_apps.run_squad", "version_2_with_negative"),
-    ("albert_tf.run_race", "max_qa_length"),
+    ("albert_apps.run_race", "max_qa_length"),
     ("albert_tf.run_pretraining", "max_predictions_per_seq"),
 ])
 def test_each_job_lists_its_own_and_the_common_flags(module, flag):
@@ -177,7 +177,7 @@ def test_a_program_ends_with_one_line(tmp_path, argv, code, line):
         "    if options.interrupt:\n"
         "        raise KeyboardInterrupt\n"
         "    if options.stop:\n"
-        "        from albert_tf.training.options import TrainingStopped\n"
+        "        from albert_tf.training.errors import TrainingStopped\n"
         "        raise TrainingStopped('SIGTERM', 15, 7, 'runs/x/ckpt-7')\n"
         "    print('worked')\n"
         "options_lib.run_program(Options, main, tensorflow=False)\n")

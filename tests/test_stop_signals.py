@@ -17,7 +17,7 @@ import tensorflow as tf
 from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import pretraining
 from albert_tf.training import stop_signals
-from albert_tf.training.options import TrainingStopped
+from albert_tf.training.errors import TrainingStopped
 from tests import test_pretraining as t
 
 REPO = t.REPO
@@ -146,7 +146,7 @@ _MIRRORED = textwrap.dedent("""
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-    from albert_tf.training.options import TrainingStopped
+    from albert_tf.training.errors import TrainingStopped
     from tests.test_stop_signals import SignalAtBatch, _options, _trainer
 
     data, out = sys.argv[1], sys.argv[2]

@@ -15,8 +15,8 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.training import pretraining
+from albert_tf.training.errors import TrainingDivergedError
 from albert_tf.training.trainer import Trainer
-from albert_tf.training.trainer import TrainingDivergedError
 from tests import test_pretraining as t
 
 REPO = t.REPO
@@ -33,7 +33,7 @@ _SCRIPT = textwrap.dedent("""
         cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     import numpy as np
     from albert_tf import AlbertConfig, AlbertPretrainer
-    from albert_tf.tasks import finetune_jobs
+    from albert_tf.tasks import finetuning_jobs
     from albert_tf.tasks.options import ClassifierOptions, RaceOptions
     from albert_tf.tasks.options import SquadOptions
     from albert_tf.training import checkpoint, pretraining
@@ -56,18 +56,18 @@ _SCRIPT = textwrap.dedent("""
                   save_checkpoints_steps=2, dropout=0.0)
     squad = dict(max_seq_length=48, doc_stride=16, max_query_length=12)
     jobs = {
-        "mrpc": lambda out, s: finetune_jobs.run_classifier(ClassifierOptions(
+        "mrpc": lambda out, s: finetuning_jobs.run_classifier(ClassifierOptions(
             task_name="mrpc", data_dir=glue["mrpc"], output_dir=out,
             max_seq_length=24, **common), s),
-        "sts-b": lambda out, s: finetune_jobs.run_classifier(ClassifierOptions(
+        "sts-b": lambda out, s: finetuning_jobs.run_classifier(ClassifierOptions(
             task_name="sts-b", data_dir=glue["sts-b"], output_dir=out,
             max_seq_length=24, **common), s),
-        "squad_v1.1": lambda out, s: finetune_jobs.run_squad(SquadOptions(
+        "squad_v1.1": lambda out, s: finetuning_jobs.run_squad(SquadOptions(
             train_file=squad1, output_dir=out, **squad, **common), s),
-        "squad_v2.0": lambda out, s: finetune_jobs.run_squad(SquadOptions(
+        "squad_v2.0": lambda out, s: finetuning_jobs.run_squad(SquadOptions(
             train_file=squad2, version_2_with_negative=True, output_dir=out,
             **squad, **common), s),
-        "race": lambda out, s: finetune_jobs.run_race(RaceOptions(
+        "race": lambda out, s: finetuning_jobs.run_race(RaceOptions(
             data_dir=race, output_dir=out, max_seq_length=40,
             max_qa_length=16, **common), s),
         "pretraining": lambda out, s: pretraining.run_pretraining(

@@ -53,25 +53,13 @@ from albert_tf.training import output_folder
 from albert_tf.training import results as results_lib
 from albert_tf.training import stop_signals
 from albert_tf.training import xla_autotune
+from albert_tf.training.errors import TrainingDivergedError
+from albert_tf.training.errors import TrainingStopped
+from albert_tf.training.errors import op_error_summary
 from albert_tf.training.options import DTYPES
-from albert_tf.training.options import TrainingDivergedError
-from albert_tf.training.options import TrainingStopped
 from albert_tf.training.options import parse_jit_compile
 from foundation import progress
 from foundation import safe_io
-
-
-def op_error_summary(error):
-    """The line of a TensorFlow op error that says what went wrong (its
-    message also carries the graph's call stack and node names)."""
-    lines = [line.strip() for line in error.message.splitlines()]
-    for line in reversed(lines):
-        if line and not line.startswith(("[[", "File ", "Detected at node")):
-            line = re.sub(r"\s*\[Op:[^\]]*\]$", "", line)
-            match = re.match(r"assertion failed: \[(.*)\]$", line)
-            return match.group(1) if match else line
-    return type(error).__name__
-
 
 # A final training loss this close (relative) to the chance loss, or above
 # it, has not learned (`Trainer._chance_verdict`).
