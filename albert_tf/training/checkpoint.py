@@ -1,81 +1,15 @@
-"""This project's model directory: config, SentencePiece model, TF checkpoint.
+"""Reading this project's checkpoints: restoring a model, and one line
+saying why a checkpoint does not fit it or cannot be read.
 
-Layout of a model directory (what `save_model_dir` writes and training,
-conversion and export read):
-
-    <dir>/albert_config.json   AlbertConfig (official keys + layer_norm_epsilon, share)
-    <dir>/spm.model            SentencePiece model (optional)
-    <dir>/model.ckpt.index     tf.train.Checkpoint with the AlbertPretrainer under
-    <dir>/model.ckpt.data-*    the key "model"
-
-Training checkpoints (`ckpt-N` written by a `tf.train.CheckpointManager`) use
-the same "model" key next to "optimizer" and "step", so either restores into an
-`AlbertPretrainer` with `restore_model` (`albert_tf.load_pretrained` builds the
-model from the config and restores it). `find_in_model_dir` finds a file that
-comes with a checkpoint, in a folder of any format.
+The model folder a checkpoint lives in (its file names, and the checkpoint
+a folder or prefix names) is `albert_tf.training.model_dir`'s.
 """
 
-import os
 import re
 
 import tensorflow as tf
 
-CONFIG_NAME = "albert_config.json"
-SPM_NAME = "spm.model"
-CHECKPOINT_NAME = "model.ckpt"
-MODEL_KEY = "model"
-
-
-def model_folder(path):
-    """The folder of a model path: `path` when it is a directory, else the
-    folder holding it (`path` is then a checkpoint prefix or a file)."""
-    return path if tf.io.gfile.isdir(path) else os.path.dirname(path)
-
-
-def find_in_model_dir(path, names):
-    """The first of `names` present in the model folder of `path`, or None.
-
-    The one rule for finding a file that comes with a checkpoint: in
-    `model_folder(path)`, `names` tried in order. Local paths and
-    `tf.io.gfile` ones (`gs://...`) alike.
-
-    Args:
-        path: a model folder, a checkpoint prefix or a file in the folder.
-        names: file names (or paths relative to the folder), most specific
-            first.
-
-    Returns:
-        The folder joined with the first name that exists, or None.
-    """
-    folder = model_folder(path)
-    for name in names:
-        candidate = os.path.join(folder, name)
-        if tf.io.gfile.exists(candidate):
-            return candidate
-    return None
-
-
-def resolve_checkpoint(path):
-    """A checkpoint prefix from a prefix or a directory.
-
-    A directory resolves to its newest `tf.train` checkpoint (the `checkpoint`
-    file), else to `model.ckpt` inside it.
-
-    Raises:
-        FileNotFoundError: when no checkpoint is found, naming `path`.
-    """
-    if tf.io.gfile.isdir(path):
-        latest = tf.train.latest_checkpoint(path)
-        if latest:
-            return latest
-        prefix = os.path.join(path, CHECKPOINT_NAME)
-    else:
-        prefix = path
-    if not tf.io.gfile.exists(prefix + ".index"):
-        raise FileNotFoundError(f"No TensorFlow checkpoint at {path!r} "
-                                f"(looked for {prefix + '.index'!r})")
-    return prefix
-
+from albert_tf.training import model_dir
 
 # Config fields that set a variable dimension, most specific first.
 _SIZE_FIELDS = ("hidden_size", "intermediate_size", "embedding_size",
@@ -213,7 +147,8 @@ def restore_model(model, path):
 
     Args:
         model: a built `AlbertPretrainer` with the checkpoint's config.
-        path: a checkpoint prefix or a directory (see `resolve_checkpoint`).
+        path: a checkpoint prefix or a directory (see
+            `model_dir.resolve_checkpoint`).
 
     Returns:
         The checkpoint prefix that was read.
@@ -224,26 +159,7 @@ def restore_model(model, path):
             shape differs (one line naming the variable, the shapes and the
             likely config field).
     """
-    prefix = resolve_checkpoint(path)
-    return read_checked(tf.train.Checkpoint(**{MODEL_KEY: model}), prefix,
-                        getattr(model, "config", None))
+    prefix = model_dir.resolve_checkpoint(path)
+    return read_checked(tf.train.Checkpoint(**{model_dir.MODEL_KEY: model}),
+                        prefix, getattr(model, "config", None))
 
-
-def save_model_dir(model, directory, spm_model_file=None):
-    """Writes `model` (an `AlbertPretrainer`) as a model directory.
-
-    Args:
-        model: the `AlbertPretrainer`.
-        directory: where to write; created if missing.
-        spm_model_file: optional SentencePiece model copied in as `spm.model`.
-
-    Returns:
-        The checkpoint prefix written.
-    """
-    tf.io.gfile.makedirs(directory)
-    model.config.to_json_file(os.path.join(directory, CONFIG_NAME))
-    if spm_model_file:
-        tf.io.gfile.copy(spm_model_file, os.path.join(directory, SPM_NAME),
-                         overwrite=True)
-    checkpoint = tf.train.Checkpoint(**{MODEL_KEY: model})
-    return checkpoint.write(os.path.join(directory, CHECKPOINT_NAME))
