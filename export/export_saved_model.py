@@ -1,70 +1,12 @@
-r"""Exports a trained ALBERT as SavedModels in TF Serving layout.
+"""Exports a trained ALBERT as SavedModels in TF Serving layout.
 
-    python -m export.export_saved_model \
-        --checkpoint=DIR_OR_PREFIX --export_dir=/models \
-        [--albert_config_file=albert_config.json] [--spm_model_file=spm.model] \
-        [--model_name=albert] [--version=N] [--max_seq_length=128] \
-        [--tf_serving_version=2.19]
-        [--serving_shape=dynamic|fixed]
-        [--format=saved_model|litert] [--litert_quantization=int8]
-        [--litert_inputs=text|ids]
-
-writes, all with the same version number (the next free one by default; an
-existing version is never overwritten):
-
-    <export_dir>/<model_name>/<version>/               text in: serving_default,
-                                                       serving_single,
-                                                       fill_mask, sop
-    <export_dir>/<model_name>_encoder/<version>/       TF-Hub-style encoder (ids in)
-                                     .../encoder.keras the same encoder, Keras format
-    <export_dir>/<model_name>_preprocessor/<version>/  TF-Hub-style preprocessor
-
-Signatures and outputs are listed in `export.signatures`. Output shapes:
-the text-in signatures return `[B, T, ...]` where T is, with
-`--serving_shape=dynamic` (the default), the batch's longest packed text
-rounded up to a multiple of 8 and capped at `--max_seq_length` (a 5-token
-text gives `sequence_output` `[1, 8, H]`); with `--serving_shape=fixed`, T is
-always `--max_seq_length` (static shapes, for TPU serving and batching
-servers). Values at the real positions (`input_mask` 1) are the same either
-way. The TF-Hub-style encoder and preprocessor are not affected: the
-preprocessor packs to `max_seq_length` (or its `seq_length` argument) and the
-encoder takes any T up to `max_position_embeddings`. Everything that can
-refuse the export (the flags, the inputs, a version that exists for any of
-the folders it writes) is checked before anything is written; then every
-folder of the version (the `.tflite` too) is written and checked under one
-`<export_dir>/.staging-*` folder and renamed into place when all are
-complete. One export at a time holds `<export_dir>`'s lock, which records
-the staging folder: the next run removes a killed run's, and nothing else.
-A version that a kill cut short between two renames is named by the next
-run, with what to do (`export.layout.incomplete_versions`). Every
-signature checks its inputs' rank (and the encoder's, their shapes and id
-ranges) when called.
-The SavedModels need tensorflow and tensorflow-text only (import
-`tensorflow_text` before `tf.saved_model.load`). The flags are the fields of
-`export.options.ExportOptions`; the work is done by
-`export.pretrained_export.export_from_checkpoint`.
-
-With `--format=litert`, `<export_dir>/<model_name>_litert/<version>/
-encoder.tflite` too: text in, the tokenizer inside, for LiteRT on phones
-(`export.litert`, docs/on_device.md). With `--litert_inputs=ids`, that
-folder holds `model.tflite` instead: token ids in, LiteRT builtin ops only
-(checked by loading it with the builtin op resolver alone), the file TF
-Serving's `--prefer_tflite_model` reads (not tried on a model server).
-A quantized `.tflite` that does not agree with the float32 model on
-sample texts is written in a wider precision instead; the log and
-`assets.extra/litert.json` beside it say which and why.
-
-At its end the program prints the exact `tensorflow_model_server` and
-`docker run` commands that serve the three SavedModels, flags included:
-`--xla_cpu_compilation_enabled=true` when the text-in model is int8, and
-`--model_config_file` naming `<model_name>/<version>/assets.extra/
-models.config`, written with the version (`export.serving_command`).
-
-Each SavedModel gets `<version>/assets.extra/ops.json`: its op types and the
-TF Serving releases that link them all (`export.serving_compat`); the log
-names the oldest. `--tf_serving_version` makes a release the model server
-cannot run the export on an error naming the missing ops, and nothing is
-written.
+`python -m export.export_saved_model --checkpoint=DIR --export_dir=/models`
+writes, under one new version number, the text-in model (`serving_default`,
+`serving_single`, `fill_mask`, `sop`), the TF-Hub-style encoder and
+preprocessor, and with `--format=litert` a `.tflite` for phones; it checks
+everything that can refuse the export before writing, stages the version
+and prints the commands that serve it. Guide:
+docs/serving.md#serving-with-tf-serving (on device: docs/on_device.md).
 """
 
 import dataclasses

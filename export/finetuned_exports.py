@@ -1,36 +1,11 @@
 """Text-in SavedModels of fine-tuned models, in TF Serving layout.
 
-Written to `<export_dir>/<model_name>/<version>/` through
-`export.layout.StagedExport`, with the in-graph tokenization of
+A classifier, a span extractor or a masked LM, written to
+`<export_dir>/<model_name>/<version>/` through `export.layout.StagedExport`
+with the in-graph tokenization of
 `albert_tf.layers.preprocessing.TextPreprocessor` (load them after
-`import tensorflow_text`). A masked LM (`export_masked_lm`) is written as
-`export.export_saved_model` writes a pretrained model. Signatures:
-
-Classifier, `serving_default`:
-    inputs: `text` string `[B]`; `text_b` string `[B]`, optional (the
-        SignatureDef's default is an empty `[0]` tensor: single texts; a row
-        with an empty second text packs as a single text too). TF Serving
-        fills the default when a request leaves `text_b` out; Python's
-        `signatures[...]` calls need it, or `serving_single`.
-    outputs: `probabilities` float32 `[B, C]` (softmax), `label_id` int32
-        `[B]`, `label` string `[B]` (the label name). A regressor (STS-B)
-        returns `score` float32 `[B]` instead.
-
-Classifier, `serving_single`: input `text` string `[B]` only (single
-    texts); the outputs of `serving_default`.
-
-Span extractor, `serving_default`:
-    inputs: `question` and `context`, string `[B]`.
-    outputs: `answer` string `[B]` (a slice of the context, whole
-        whitespace-separated words), `score` float32 `[B]` (start + end
-        logit), and for SQuAD v2.0 models `no_answer_probability` float32
-        `[B]`. One window: the context is cut to fit `max_seq_length`.
-
-Sequence length: with `serving_shape="dynamic"` (the default) a batch is
-packed only to its longest row, rounded up to a multiple of 8 and capped at
-`max_seq_length`; with `"fixed"` always to `max_seq_length` (static shapes,
-for TPU serving and batching servers). The outputs above do not depend on
-it (to float rounding).
+`import tensorflow_text`). Signatures, inputs, outputs and shapes:
+docs/serving.md#fine-tuned-models.
 """
 
 import os

@@ -1,58 +1,11 @@
-"""LiteRT (`.tflite`) models that take raw text, for phones (guide:
-docs/on_device.md).
+"""LiteRT (`.tflite`) models that take raw text, for phones.
 
-`python -m export.export_saved_model ... --format=litert` writes, beside the
-SavedModels, `<export_dir>/<model_name>_litert/<version>/`:
-
-    encoder.tflite      signature serving_default: text string [B]
-                        -> pooled_output float32 [B, H]
-
-and `export_classifier` writes a fine-tuned classifier:
-
-    classifier.tflite   signature serving_default: text string [B],
-                        text_b string [B] (an empty string: a single text)
-                        -> probabilities float32 [B, C], label_id int32 [B],
-                           label string [B]
-
-With `--litert_inputs=ids` (`export_checked_ids_encoder`), the folder
-holds instead
-
-    model.tflite        signature serving_default: input_word_ids,
-                        input_mask, input_type_ids int32 [B, T]
-                        -> pooled_output float32 [B, H],
-                           sequence_output float32 [B, T, H]
-
-with LiteRT builtin ops only (checked by loading it with the builtin op
-resolver alone), under the file name TF Serving's `--prefer_tflite_model`
-reads; the caller packs the ids (the `_preprocessor` SavedModel does).
-
-The text models' tokenizer is inside: `export.on_device_tokenizer` (tensorflow-text's
-`FastSentencepieceTokenizer`, a LiteRT custom op, with ALBERT's
-preprocessing compiled into its normalizer), then trimming and packing as
-the SavedModels do, each batch padded to its longest row (at most
-`max_seq_length`). Everything else is LiteRT builtin ops; no TensorFlow op
-(Flex) is needed. An interpreter must register tensorflow-text's ops:
-`ai_edge_litert.interpreter.InterpreterWithCustomOps(custom_op_registerers=
-tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS, ...)` in Python. Any
-text gets an answer (empty, over-long, invalid UTF-8), and so does an
-empty batch (`[0, ...]` outputs).
-
-fill_mask is not exported: its `[MASK]` marker is found with a string split
-(`tf.strings.split`), which has no LiteRT kernel, and its top-k pieces are
-strings looked up in the vocabulary.
-
-Weights (`quantization`): "int8" (dynamic-range: int8 weights, float
-activations; the default), "float16" or "float32". A quantized encoder
-written by `export_checked_encoder` is measured against the float32 model
-on `SAMPLE_TEXTS` (`agreement`: each text's cosine to its float32
-`pooled_output`, and whether its nearest float32 vector among the sample is
-its own); one that confuses a text with another, or falls below
-`MIN_COSINE`, is replaced by the next wider precision (int8, then float16,
-then float32), and the log and `assets.extra/litert.json` (`RECORD_FILE`)
-say which precision was written and why. A classifier written by
-`export_checked_classifier` must give float32's label on every sample text.
-
-Shape legend: B batch, T sequence length, H hidden size, C classes.
+The encoder (`--format=litert`), a fine-tuned classifier, and an ids-in
+encoder with builtin ops only (`--litert_inputs=ids`, for TF Serving's
+`--prefer_tflite_model`); the text models carry the tokenizer
+(`export.on_device_tokenizer`), and a quantized model that does not agree
+with float32 on sample texts is written in a wider precision. Files,
+signatures and checks: docs/on_device.md#the-command.
 """
 
 import json

@@ -1,35 +1,11 @@
-"""ALBERT's tokenization as one LiteRT-ready op: preprocessing compiled into
-the SentencePiece model's own normalizer (see docs/on_device.md).
+"""ALBERT's tokenization as one LiteRT-ready op.
 
-The SavedModels tokenize in three steps (`data_prep.text`): preprocessing
-with TensorFlow string ops (malformed UTF-8 to U+FFFF, whitespace collapsed,
-"``" and "''" to '"', NFKD, combining marks dropped, lowercasing), then
-SentencePiece with the model's normalizer (NFKC for the released models),
-then the official rule that splits a piece ending in a digit and a comma.
-The string ops have no LiteRT kernels; tensorflow-text's
-`FastSentencepieceTokenizer` has. So:
-
-1. `compile_normalizer` writes a copy of the SentencePiece model whose
-   normalizer does preprocessing and the model's normalization at once: a
-   character map (SentencePiece's `precompiled_charsmap`, matched longest
-   first) from every character to what the two steps make of it, with the
-   few sequences that the steps treat as a whole: "``" and "''", and
-   characters that NFKC composes with the next (Hangul jamo, some Indic
-   vowel signs), and a capital sigma after an ASCII or Greek letter (whose
-   lowercase, "σ" or the final "ς", depends on the next letter). Whitespace
-   maps to a space, which the normalizer's `remove_extra_whitespaces`
-   collapses as the first step does. The map is
-   computed by running the graph face and the model's normalizer on each
-   character, so it agrees with them by construction.
-2. `comma_table` turns the digit-comma rule into a table over piece ids:
-   the rule depends only on the piece, so each id maps to the ids it is
-   split into (itself for nearly all).
-
-`OnDeviceTokenizer` runs both in the graph; tests/test_on_device_tokenizer.py
-checks its ids against the SavedModel preprocessor's. Malformed UTF-8 needs
-no rule (none could be keyed by it): SentencePiece here keeps the raw bytes,
-which no piece matches, so a malformed run is one `<unk>` inside its word,
-as the SavedModel's U+FFFF is (`data_prep.text.MALFORMED_CHAR`).
+`compile_normalizer` compiles ALBERT's preprocessing into the
+SentencePiece model's own normalizer, `comma_table` turns the official
+digit-comma rule into a table over piece ids, and `OnDeviceTokenizer` runs
+both with tensorflow-text's `FastSentencepieceTokenizer`, which has a LiteRT
+kernel, giving the SavedModel preprocessor's ids. How, and the two known
+differences: docs/on_device.md#what-runs-where-and-the-differences.
 """
 
 import functools

@@ -1,35 +1,10 @@
 """The serving precision of an export, and `serving_dtype="auto"`.
 
-An export's text-in model computes in one of
-`albert_tf.models.serving_dtypes.SERVING_DTYPES` (float32, bfloat16, int8).
-Which is fastest depends on the CPU: bfloat16 matmuls are fast only with
-AVX512_BF16 or AMX, and int8 ones only compiled by XLA (on this project's
-2-core machines an int8 `tf.matmul` ran at half the float32 rate through
-TensorFlow's kernel and several times it through XLA). So "auto" measures,
-on the exporting machine:
-
-1. Each candidate (`SERVING_DTYPES`) is built (`serving_copy.serving_copy`,
-   run the way the export runs it) and fed `SAMPLE_ROWS` pseudo-texts: pieces
-   drawn from the vocabulary by their unigram scores, of random lengths up to
-   the export's sequence length.
-2. Its outputs are compared with float32's (`agreement`): every row's
-   `pooled_output` cosine, whether each row's `pooled_output` is nearest
-   its own float32 vector among the sample's (`nearest_own`: a precision
-   that confuses two texts fails), the top-1 masked-LM prediction at
-   sampled positions, and a task model's predicted labels or answer
-   positions. A candidate passes when each measure is within `TOLERANCES`.
-3. Batch 1 and batch 8 are timed, all candidates in turn (`REPEATS` calls
-   each, after one that compiles), and the passing candidate with the
-   lowest mean latency relative to float32 is chosen.
-
-A precision requested by name (bfloat16, int8) is used as asked, but
-measured the same way on the sample; when it does not agree, the log warns
-and the record says which measures failed. Every export writes what it
-runs in, its agreement, and for "auto" each candidate's times, agreement
-and verdict, to `<version>/assets.extra/serving_dtype.json`
-(`CHOICE_FILE`) beside its SavedModel; TF Serving and the SavedModel loader
-do not read it. The sample is not the user's text: the accuracy bounds are
-checked on real data by `benchmarks/serving.py`.
+"auto" builds the text-in model in each of float32, bfloat16 and int8 on
+the exporting machine, compares each with float32 on pseudo-texts, times
+them, and keeps the fastest that agrees; every export records its choice
+in `<version>/assets.extra/serving_dtype.json` (`CHOICE_FILE`). The steps
+and bounds: docs/serving.md#serving-precision-float32-bfloat16-int8.
 """
 
 import json
