@@ -1,37 +1,11 @@
 """Fetching released weights into a local cache, checked before use.
 
-Archives are downloaded here (`urllib`, a progress bar on a terminal),
-Hugging Face repositories by `huggingface_hub` (its own cache,
-`HF_ENDPOINT`, `HF_HUB_OFFLINE`; an endpoint that does not answer within
-`HF_PROBE_TIMEOUT` is one line at once), keras-hub presets by keras-hub's preset
-loader (Kaggle's cache).
-
-Archives live in `$ALBERT_TF_CACHE` (default `~/.cache/albert_tf`, or
-under `$XDG_CACHE_HOME`), one folder per archive, unpacked. A download
-goes to a hidden `.<key>.partial-*` folder the fetch makes and records in
-its lock (`.<key>.lock`); every member of the archive is checked before
-anything is unpacked (`foundation.safe_archive`: files and folders only,
-names inside the folder), the unpacked model is checked (`check`: the
-converter reads it and the model has the release's parameter count), and
-only then is it renamed to `<key>/`, with a record of what was checked
-(`.albert_cache.json`). A dropped connection restarts the download (up to
-`ATTEMPTS` times); a killed run leaves only its hidden folder, which the
-next fetch of the same key removes because the lock lists it (never by its
-name). Two processes fetching one key take turns on the lock: the second
-finds the first's copy.
-
-Every load of a cached entry checks it again, cheaply: its files' sizes and
-ends, its config and its tensor shapes (read from the checkpoint index or
-the safetensors header) against its record. An entry without a record (a
-folder unpacked by hand) or one that no longer matches it is checked in
-full, as a download is, and refused in one line naming the folder when it
-is not the release.
-
-A URL's `user:password@` is sent as a basic `Authorization` header (never
-to another host a redirect leads to), and every line, log and record shows
-URLs without their credentials (`foundation.redaction`). Every failure is
-one `FetchError` line naming the URL, the cache path and what was wrong;
-nothing is left in the cache. Guide: docs/converting.md.
+Archives are downloaded here into `$ALBERT_TF_CACHE`, unpacked only after
+every member is checked, checked as a model, and renamed into place with a
+record that every later load compares cheaply; Hugging Face repositories
+and keras-hub presets come through their own libraries' caches. Every
+failure is one `FetchError` line and leaves nothing in the cache. Guide:
+docs/converting.md#released-weights-by-name.
 """
 
 import base64
