@@ -22,12 +22,12 @@ PROGRAM = "run_classifier"
 def run(options, strategy=None):
     """Fine-tunes, predicts and exports as `options` say; returns the report."""
     # Here, not at the top: TensorFlow loads after the flags are read.
-    from albert_tf.tasks import finetune
-    from albert_tf.tasks import finetune_jobs
+    from albert_tf.tasks import finetuning_jobs
+    from albert_tf.tasks import finetuning_task
     from export import finetuned_exports
     from export import layout
     strategy = strategy or cli.strategy_for(options)
-    trainer, report = finetune_jobs.run_classifier(options, strategy)
+    trainer, report = finetuning_jobs.run_classifier(options, strategy)
     if options.export_dir:
         task = report["task"]
         litert = options.export_format == "litert"
@@ -35,7 +35,7 @@ def run(options, strategy=None):
             # The .tflite is staged with the SavedModel: both appear in
             # the same version, or neither does.
             report["export"] = finetuned_exports.export_classifier(
-                trainer.model, finetune.spm_model_file(options),
+                trainer.model, finetuning_task.spm_model_file(options),
                 options.export_dir,
                 labels=trainer.task.task_info["labels"] or None,
                 max_seq_length=options.max_seq_length,

@@ -24,17 +24,17 @@ PROGRAM = "run_squad"
 def run(options, strategy=None):
     """Fine-tunes, predicts and exports as `options` say; returns the report."""
     # Here, not at the top: TensorFlow loads after the flags are read.
-    from albert_tf.tasks import finetune
-    from albert_tf.tasks import finetune_jobs
+    from albert_tf.tasks import finetuning_jobs
+    from albert_tf.tasks import finetuning_task
     from export import finetuned_exports
     from export import layout
     strategy = strategy or cli.strategy_for(options)
-    trainer, report = finetune_jobs.run_squad(options, strategy)
+    trainer, report = finetuning_jobs.run_squad(options, strategy)
     if options.export_dir:
         v2 = options.version_2_with_negative
         with layout.holding(options.export_dir, PROGRAM):
             report["export"] = finetuned_exports.export_span_extractor(
-                trainer.model, finetune.spm_model_file(options),
+                trainer.model, finetuning_task.spm_model_file(options),
                 options.export_dir,
                 max_seq_length=options.max_seq_length,
                 max_query_length=options.max_query_length,

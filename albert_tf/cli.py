@@ -3,8 +3,9 @@
 Each defines its flags only when run (from its options dataclass, in a
 module that imports no TensorFlow, so `--help` answers at once) and calls
 one library function, importing the library there; `run_training_program`
-is what the training programs share (the fine-tuning programs that export,
-`albert_apps.run_classifier` and `albert_apps.run_squad`, use it too).
+is what the training programs share (the official fine-tuning programs,
+`albert_apps.run_classifier`, `albert_apps.run_squad` and
+`albert_apps.run_race`, use it too).
 """
 
 import logging as std_logging

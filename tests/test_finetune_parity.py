@@ -93,26 +93,26 @@ def test_decay_exclusions_match_the_optimizer():
 
 
 def test_made_tasks_read_as_glue_and_squad(tmp_path):
-    from albert_tf.tasks import glue
-    from albert_tf.tasks import squad
+    from albert_tf.tasks import glue_reader
+    from albert_tf.tasks import squad_reader
 
     data_dir = write_classification_task(str(tmp_path / "sst"),
                                                 max_train=50, max_dev=20)
-    train, _ = glue.read_examples("sst-2", data_dir, "train")
-    dev, _ = glue.read_examples("sst-2", data_dir, "dev")
+    train, _ = glue_reader.read_examples("sst-2", data_dir, "train")
+    dev, _ = glue_reader.read_examples("sst-2", data_dir, "dev")
     assert len(train) == 50 and len(dev) == 20
     assert {e.label for e in train} == {"0", "1"}
     for version_2 in (False, True):
         train_file, dev_file = write_squad_files(
             str(tmp_path / f"squad{int(version_2)}"), version_2)
-        examples, skipped = squad.read_examples(train_file, True, version_2)
+        examples, skipped = squad_reader.read_examples(train_file, True, version_2)
         assert not skipped and len(examples) > 100
         for e in examples:
             if not e.is_impossible:
                 assert e.context_text[e.start_char:].startswith(e.answer_text)
                 assert "what" in e.question_text.split()
         assert any(e.is_impossible for e in examples) == version_2
-        dev, _ = squad.read_examples(dev_file, False, version_2)
+        dev, _ = squad_reader.read_examples(dev_file, False, version_2)
         by_context = {}
         for e in dev:
             by_context.setdefault(e.context_text, []).append(e.question_text)
@@ -123,7 +123,7 @@ def test_made_tasks_read_as_glue_and_squad(tmp_path):
 
 
 def test_tasks_of_another_domain(tmp_path):
-    from albert_tf.tasks import glue
+    from albert_tf.tasks import glue_reader
     from benchmarks import other_domains
     from benchmarks.finetune_parity import ParityOptions
     from benchmarks.finetune_parity.tasks import corpus_documents
@@ -137,7 +137,7 @@ def test_tasks_of_another_domain(tmp_path):
                                        for s in documents[0])
     data_dir = write_classification_task(str(tmp_path / "rust"), "rust_book",
                                          max_train=40, max_dev=20)
-    train, _ = glue.read_examples("sst-2", data_dir, "train")
+    train, _ = glue_reader.read_examples("sst-2", data_dir, "train")
     assert len(train) == 40 and {e.label for e in train} == {"0", "1"}
 
 

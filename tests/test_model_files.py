@@ -98,7 +98,7 @@ def test_the_loaders_and_conversion_take_it_with_no_other_flag(
 
 @pytest.mark.slow
 def test_finetuning_and_export_take_it(pretraining_run, tmp_path):
-    from albert_tf.tasks import finetune_jobs
+    from albert_tf.tasks import finetuning_jobs
     from albert_tf.tasks.options import ClassifierOptions
     from export import export_saved_model
     from export.options import ExportOptions
@@ -106,7 +106,7 @@ def test_finetuning_and_export_take_it(pretraining_run, tmp_path):
     run, _ = pretraining_run
     best = os.path.join(run, "best")
     data_dir = tasks_testdata.write_glue(str(tmp_path / "glue"))["mrpc"]
-    _, report = finetune_jobs.run_classifier(ClassifierOptions(
+    _, report = finetuning_jobs.run_classifier(ClassifierOptions(
         task_name="MRPC", data_dir=data_dir, init_checkpoint=best,
         output_dir=str(tmp_path / "mrpc"), do_train=True, do_eval=True,
         max_seq_length=SEQ, train_batch_size=2, eval_batch_size=2,

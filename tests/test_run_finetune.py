@@ -10,11 +10,11 @@ import sys
 import numpy as np
 import pytest
 
+from albert_apps import run_race
 from albert_apps import run_squad
 from albert_tf import AlbertConfig
 from albert_tf import AlbertPretrainer
-from albert_tf import run_race
-from albert_tf.tasks import finetune_jobs
+from albert_tf.tasks import finetuning_jobs
 from albert_tf.tasks.options import ClassifierOptions
 from albert_tf.tasks.options import RaceOptions
 from albert_tf.tasks.options import SquadOptions
@@ -113,11 +113,11 @@ def test_litert_export_is_refused_before_any_work(model_dir, tmp_path):
     common = dict(FAST, init_checkpoint=model_dir, do_train=True,
                   output_dir=str(tmp_path / "run"), export_format="litert")
     with pytest.raises(ValueError, match="sts-b is a regression"):
-        finetune_jobs.run_classifier(ClassifierOptions(
+        finetuning_jobs.run_classifier(ClassifierOptions(
             task_name="sts-b", data_dir=glue["sts-b"],
             export_dir=str(tmp_path / "serving"), **common))
     with pytest.raises(ValueError, match="Received: no --export_dir"):
-        finetune_jobs.run_classifier(ClassifierOptions(
+        finetuning_jobs.run_classifier(ClassifierOptions(
             task_name="mrpc", data_dir=glue["mrpc"], **common))
     assert not os.path.exists(tmp_path / "run")
 
@@ -127,12 +127,12 @@ def test_run_regression_and_resume(model_dir, tmp_path):
     data_dir = tasks_testdata.write_glue(str(tmp_path / "glue"))["sts-b"]
     out = str(tmp_path / "run")
     options = dict(FAST, init_checkpoint=model_dir, max_seq_length=24)
-    _, report = finetune_jobs.run_classifier(ClassifierOptions(
+    _, report = finetuning_jobs.run_classifier(ClassifierOptions(
         task_name="sts-b", data_dir=data_dir, output_dir=out, do_train=True,
         **dict(options, train_step=2)))
     assert report["train"]["history"][-1][0] == 2
     # A second run resumes at step 2 and trains to 4.
-    _, report = finetune_jobs.run_classifier(ClassifierOptions(
+    _, report = finetuning_jobs.run_classifier(ClassifierOptions(
         task_name="sts-b", data_dir=data_dir, output_dir=out, do_train=True,
         do_eval=True, do_predict=True, **options))
     # Its first step is a call of its own (a progress line after it).
@@ -234,7 +234,7 @@ def test_every_glue_layout_trains_evaluates_and_predicts(
     """The distributed files of each task (headers or none, test files
     without labels, MNLI matched and mismatched) through a whole job."""
     out = str(tmp_path / "run")
-    _, report = finetune_jobs.run_classifier(ClassifierOptions(
+    _, report = finetuning_jobs.run_classifier(ClassifierOptions(
         task_name=task, data_dir=glue_dirs[task], output_dir=out,
         init_checkpoint=model_dir, max_seq_length=24, do_train=True,
         do_eval=True, do_predict=True, **dict(

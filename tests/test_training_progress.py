@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from absl import logging
 
-from albert_tf.tasks import finetune_jobs
-from albert_tf.tasks import glue
+from albert_tf.tasks import finetuning_jobs
+from albert_tf.tasks import glue_reader
 from albert_tf.tasks.options import ClassifierOptions
 from albert_tf.training import baselines
 from albert_tf.training import results
@@ -90,7 +90,7 @@ def test_finetuning_reports_within_its_interval_whatever_iterations_per_loop(
         progress_interval_s=interval)
     lines = _timed_lines(monkeypatch)
     start = time.monotonic()
-    _, report = finetune_jobs.run_classifier(options)
+    _, report = finetuning_jobs.run_classifier(options)
     end = time.monotonic()
     steps = [(when, line) for when, line in lines if line.startswith("step ")]
     assert steps[0][1].startswith("step 1/200 ")
@@ -132,12 +132,12 @@ def test_a_collapsed_classifier_is_named():
 
 
 def test_glue_metrics_come_with_the_majority_class_baseline():
-    m = glue.compute_metrics("mrpc", [1, 0, 1, 1],
-                             [[0, 1], [1, 0], [1, 0], [0, 1]])
+    m = glue_reader.compute_metrics("mrpc", [1, 0, 1, 1],
+                                    [[0, 1], [1, 0], [1, 0], [0, 1]])
     assert m["accuracy"] == 0.75 and m["majority_accuracy"] == 0.75
     assert m["majority_class"] == 1 and m["predicted_classes"] == 2
     assert m["majority_f1"] == pytest.approx(2 * 0.75 / 1.75)
-    collapsed = glue.compute_metrics("mrpc", [1, 0, 1, 1], [[1, 0]] * 4)
+    collapsed = glue_reader.compute_metrics("mrpc", [1, 0, 1, 1], [[1, 0]] * 4)
     assert collapsed["predicted_class"] == 0
     assert baselines.collapsed_class(collapsed) == 0
 

@@ -6,7 +6,7 @@
 add each job's own. They hold values and check their own fields; this
 module imports no TensorFlow, so a program reads its flags (and answers
 `--help`) before TensorFlow loads. The jobs, which load the encoder and
-check the files, are in `albert_tf.tasks.finetune_jobs`.
+check the files, are in `albert_tf.tasks.finetuning_jobs`.
 """
 
 import dataclasses
@@ -178,7 +178,7 @@ class SquadOptions(FinetuneOptions):
 
 @dataclasses.dataclass
 class RaceOptions(FinetuneOptions):
-    """`python -m albert_tf.run_race`'s flags."""
+    """`python -m albert_apps.run_race`'s flags."""
 
     data_dir: str = option(None, "The RACE folder (train/, dev/, test/).",
                            required=True)

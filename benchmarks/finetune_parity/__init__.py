@@ -18,7 +18,7 @@ the reference"):
   with this project's padding mask on the logits, and for SQuAD v2.0 a
   no-answer logit on the pooled output (`transformers` has no v2.0 head).
   The loss of every step and every final tensor are compared.
-- **SQuAD features.** `albert_tf.tasks.squad.convert_examples` against the
+- **SQuAD features.** `albert_tf.tasks.squad_reader.convert_examples` against the
   reference's offset-mapping preprocessing (`transformers`' ALBERT tokenizer on
   the same SentencePiece model, the windows of `return_overflowing_tokens`
   with `stride`, answers located through `offset_mapping`), every difference

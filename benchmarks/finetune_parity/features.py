@@ -1,4 +1,4 @@
-"""SQuAD features: `albert_tf.tasks.squad.convert_examples` against the
+"""SQuAD features: `albert_tf.tasks.squad_reader.convert_examples` against the
 reference's offset-mapping preprocessing, every difference counted by
 cause.
 """
@@ -113,14 +113,14 @@ def compare_features(examples, ours, reference, ours_tok, tokenizer,
 
 def features_parity(train_file, version_2, spm_file, hf_dir, max_seq_length,
                     doc_stride, max_query_length):
-    from albert_tf.tasks import squad
+    from albert_tf.tasks import squad_reader
     from albert_tf.tasks.tokenization import Tokenizer
 
-    examples, _ = squad.read_examples(train_file, True, version_2)
+    examples, _ = squad_reader.read_examples(train_file, True, version_2)
     ours_tok = Tokenizer(spm_file)
-    ours = squad.convert_examples(examples, ours_tok, max_seq_length,
-                                  doc_stride, max_query_length,
-                                  is_training=True)
+    ours = squad_reader.convert_examples(examples, ours_tok, max_seq_length,
+                                         doc_stride, max_query_length,
+                                         is_training=True)
     tokenizer = reference_tokenizer(hf_dir)
     reference = reference_train_features(tokenizer, examples, max_seq_length,
                                          doc_stride)

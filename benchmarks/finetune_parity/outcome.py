@@ -23,7 +23,7 @@ def ours_outcome(kind, init_checkpoint, work_dir, seed, steps, batch_size,
                  max_query_length=32, dropout=0.1):
     """This project's job with its defaults, the checkpoint's config with
     `dropout`; returns the metric."""
-    from albert_tf.tasks import finetune_jobs
+    from albert_tf.tasks import finetuning_jobs
     from albert_tf.tasks import options as options_lib
 
     out = os.path.join(work_dir, f"ours_{kind}_{seed}")
@@ -40,12 +40,12 @@ def ours_outcome(kind, init_checkpoint, work_dir, seed, steps, batch_size,
     if kind == "classification":
         options = options_lib.ClassifierOptions(
             task_name=task_name, data_dir=data_dir, **common)
-        _, report = finetune_jobs.run_classifier(options)
+        _, report = finetuning_jobs.run_classifier(options)
         return 100.0 * report["eval_results"][-1]["accuracy"]
     options = options_lib.SquadOptions(
         train_file=train_file, predict_file=predict_file,
         doc_stride=doc_stride, max_query_length=max_query_length, **common)
-    _, report = finetune_jobs.run_squad(options)
+    _, report = finetuning_jobs.run_squad(options)
     result = report["eval_results"][-1]
     return {"exact": result["exact"], "f1": result["f1"]}
 

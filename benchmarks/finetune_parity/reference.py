@@ -338,15 +338,15 @@ def reference_classification_outcome(hf_dir, task_name, data_dir, seed, steps,
     """`AlbertForSequenceClassification` with `recipe` (see
     `REFERENCE_RECIPES`) and `dropout` (encoder and classifier); dev
     accuracy in percent."""
-    from albert_tf.tasks import glue
+    from albert_tf.tasks import glue_reader
 
     torch, transformers = _torch()
     torch.manual_seed(seed)
-    task = glue.get_task(task_name)
+    task = glue_reader.get_task(task_name)
     tokenizer = reference_tokenizer(hf_dir)
     arrays = {}
     for split in ("train", "dev"):
-        examples, _ = glue.read_examples(task, data_dir, split)
+        examples, _ = glue_reader.read_examples(task, data_dir, split)
         encoded = tokenizer(
             [e.text_a for e in examples],
             *([[e.text_b for e in examples]] if examples[0].text_b else []),
@@ -433,13 +433,13 @@ def _reference_squad_inputs(hf_dir, train_file, predict_file, max_seq_length,
                             doc_stride):
     """The reference's tokenizer, training arrays and dev windows (made once
     per file, for every seed)."""
-    from albert_tf.tasks import squad
+    from albert_tf.tasks import squad_reader
 
     key = (hf_dir, train_file, predict_file, max_seq_length, doc_stride)
     if key not in _REFERENCE_CACHE:
         tokenizer = reference_tokenizer(hf_dir)
-        examples, _ = squad.read_examples(train_file, True, False)
-        dev_examples, _ = squad.read_examples(predict_file, False, False)
+        examples, _ = squad_reader.read_examples(train_file, True, False)
+        dev_examples, _ = squad_reader.read_examples(predict_file, False, False)
         _REFERENCE_CACHE[key] = (
             _reference_squad_arrays(tokenizer, examples, max_seq_length,
                                     doc_stride),
@@ -453,7 +453,7 @@ def reference_squad_outcome(hf_dir, train_file, predict_file, seed, steps,
                             doc_stride, dropout=0.1, recipe="pytorch"):
     """`AlbertForQuestionAnswering` with `recipe` (see `REFERENCE_RECIPES`)
     and `dropout`; EM and F1 by the official v1.1 script (transcribed)."""
-    from albert_tf.tasks import squad
+    from albert_tf.tasks import squad_reader
 
     torch, transformers = _torch()
     torch.manual_seed(seed)
@@ -466,6 +466,6 @@ def reference_squad_outcome(hf_dir, train_file, predict_file, seed, steps,
                      tuple(arrays), steps, batch_size, learning_rate, seed,
                      recipe)
     predictions = reference_squad_predictions(model, windows)
-    data, _ = squad.load_dataset(predict_file)
+    data, _ = squad_reader.load_dataset(predict_file)
     result = official_squad_v1(data, predictions)
     return {"exact": result["exact_match"], "f1": result["f1"]}

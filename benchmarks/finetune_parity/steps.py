@@ -51,19 +51,19 @@ def run_ours_steps(data, init_checkpoint, config_file, output_dir, steps,
 
     from albert_tf.convert import weight_set
     from albert_tf.models import task_models
-    from albert_tf.tasks import finetune
+    from albert_tf.tasks import finetuning_task
     from albert_tf.tasks import options as options_lib
 
     kind = data.kind
     if kind == "classification":
         options = options_lib.ClassifierOptions(
             task_name="sst-2", data_dir=output_dir)
-        loss_fn = finetune.classification_loss
+        loss_fn = finetuning_task.classification_loss
     else:
         options = options_lib.SquadOptions(
             train_file=data.extra["train_file"],
             version_2_with_negative=kind == "squad_v2.0")
-        loss_fn = finetune.span_loss
+        loss_fn = finetuning_task.span_loss
     options = dataclasses.replace(
         options, output_dir=output_dir, init_checkpoint=init_checkpoint,
         albert_config_file=config_file, do_train=True, train_step=steps,
@@ -74,8 +74,8 @@ def run_ours_steps(data, init_checkpoint, config_file, output_dir, steps,
     initial = {}
 
     def model_fn(dtype):
-        encoder = finetune.encoder_from_checkpoint(init_checkpoint, config_file,
-                                                   dtype)
+        encoder = finetuning_task.encoder_from_checkpoint(init_checkpoint, config_file,
+                                                          dtype)
         if kind == "classification":
             model = task_models.AlbertClassifier(encoder, data.num_classes,
                                                  dropout=0.0)
@@ -88,8 +88,8 @@ def run_ours_steps(data, init_checkpoint, config_file, output_dir, steps,
     features = dict(data.train)
     features["example_index"] = np.arange(len(features[INPUTS[0]]),
                                           dtype=np.int32)
-    task = finetune.FinetuningTask(model_fn, loss_fn, features, seed=seed)
-    trainer, report = finetune.run_finetuning(task, options)
+    task = finetuning_task.FinetuningTask(model_fn, loss_fn, features, seed=seed)
+    trainer, report = finetuning_task.run_finetuning(task, options)
     losses = [loss for _, loss in report["train"]["history"]]
     # The batches it drew: the same dataset, the same seeds, read again.
     keras.utils.set_random_seed(seed)

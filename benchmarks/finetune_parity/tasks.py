@@ -338,27 +338,27 @@ class _TaskData:
 
 
 def classification_data(task_name, data_dir, spm_file, max_seq_length):
-    from albert_tf.tasks import glue
+    from albert_tf.tasks import glue_reader
     from albert_tf.tasks.tokenization import Tokenizer
 
-    task = glue.get_task(task_name)
+    task = glue_reader.get_task(task_name)
     tokenizer = Tokenizer(spm_file)
     arrays = {}
     for split in ("train", "dev"):
-        examples, _ = glue.read_examples(task, data_dir, split)
-        arrays[split], _ = glue.convert_examples(examples, task, tokenizer,
-                                                 max_seq_length)
+        examples, _ = glue_reader.read_examples(task, data_dir, split)
+        arrays[split], _ = glue_reader.convert_examples(examples, task, tokenizer,
+                                                        max_seq_length)
     return _TaskData("classification", arrays["train"], arrays["dev"],
                     task.num_classes)
 
 
 def squad_data(train_file, spm_file, version_2, max_seq_length, doc_stride,
                max_query_length):
-    from albert_tf.tasks import squad
+    from albert_tf.tasks import squad_reader
     from albert_tf.tasks.tokenization import Tokenizer
 
-    examples, _ = squad.read_examples(train_file, True, version_2)
-    features = squad.convert_examples(
+    examples, _ = squad_reader.read_examples(train_file, True, version_2)
+    features = squad_reader.convert_examples(
         examples, Tokenizer(spm_file), max_seq_length, doc_stride,
         max_query_length, is_training=True)
     kind = "squad_v2.0" if version_2 else "squad_v1.1"

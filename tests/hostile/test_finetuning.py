@@ -13,10 +13,10 @@ import os
 import numpy as np
 import pytest
 
-from albert_tf.tasks import finetune_jobs
-from albert_tf.tasks import glue
-from albert_tf.tasks import race
-from albert_tf.tasks import squad
+from albert_tf.tasks import finetuning_jobs
+from albert_tf.tasks import glue_reader
+from albert_tf.tasks import race_reader
+from albert_tf.tasks import squad_reader
 from albert_tf.tasks.options import SquadOptions
 from tests import tasks_testdata
 from tests.hostile.common import Snapshot
@@ -44,8 +44,8 @@ def test_glue_row_with_a_stray_tab_names_file_and_line(glue_dirs):
         # A tab inside the first sentence shifts every later column.
         f.write("1\t15\t16\tHe said\tso.\tHe told us so.\n")
     before = Snapshot(folder)
-    with pytest.raises(glue.DataError) as error:
-        glue.read_examples("mrpc", folder, "train")
+    with pytest.raises(glue_reader.DataError) as error:
+        glue_reader.read_examples("mrpc", folder, "train")
     message = _one_line(error.value)
     assert f"{path}:4" in message and "6 tab-separated columns" in message
     assert "expected 5" in message
@@ -57,10 +57,10 @@ def test_glue_row_cut_short_is_an_error_outside_qqp(glue_dirs):
     path = os.path.join(folder, "dev.tsv")
     with open(path, "a", encoding="utf-8") as f:
         f.write("2\tWho?\n")
-    with pytest.raises(glue.DataError, match=f"{path}:4: 2 tab-separated"):
-        glue.read_examples("rte", folder, "dev")
+    with pytest.raises(glue_reader.DataError, match=f"{path}:4: 2 tab-separated"):
+        glue_reader.read_examples("rte", folder, "dev")
     # QQP's distributed files hold short rows: skipped and counted.
-    _, skipped = glue.read_examples("qqp", glue_dirs["qqp"], "dev")
+    _, skipped = glue_reader.read_examples("qqp", glue_dirs["qqp"], "dev")
     assert skipped["missing_columns"] == 1
 
 
@@ -70,8 +70,8 @@ def test_glue_file_not_utf8_names_its_line(glue_dirs):
     with open(path, "ab") as f:
         f.write("un film très beau\t1\n".encode("latin-1"))
     before = Snapshot(folder)
-    with pytest.raises(glue.DataError) as error:
-        glue.read_examples("sst-2", folder, "train")
+    with pytest.raises(glue_reader.DataError) as error:
+        glue_reader.read_examples("sst-2", folder, "train")
     message = _one_line(error.value)
     assert f"{path}:4: not UTF-8" in message and "0xe8" in message
     before.assert_unchanged()
@@ -83,8 +83,8 @@ def test_glue_label_outside_the_task_names_file_and_line(glue_dirs):
     with open(path, "a", encoding="utf-8") as f:
         f.write("\t".join(["2", "3", "3e", "fiction"] + ["(x)"] * 4 + [
             "A.", "B.", "entailed", "entailed"]) + "\n")
-    with pytest.raises(glue.DataError) as error:
-        glue.read_examples("mnli", folder, "train")
+    with pytest.raises(glue_reader.DataError) as error:
+        glue_reader.read_examples("mnli", folder, "train")
     message = _one_line(error.value)
     assert f"{path}:4" in message and "'entailed'" in message
 
@@ -95,8 +95,8 @@ def test_glue_empty_file_is_one_line(glue_dirs, content):
     path = os.path.join(folder, "dev.tsv")
     with open(path, "w", encoding="utf-8") as f:
         f.write(content)
-    with pytest.raises(glue.DataError) as error:
-        glue.read_examples("sst-2", folder, "dev")
+    with pytest.raises(glue_reader.DataError) as error:
+        glue_reader.read_examples("sst-2", folder, "dev")
     message = _one_line(error.value)
     assert path in message and ("empty" in message or "no rows" in message)
 
@@ -142,11 +142,11 @@ def test_squad_in_the_datasets_layout_reads_as_the_official(tmp_path, layout):
                       f)
     before = Snapshot(path)
     for training in (True, False):
-        expected, _ = squad.read_examples(official, training, True)
-        examples, skipped = squad.read_examples(path, training, True)
+        expected, _ = squad_reader.read_examples(official, training, True)
+        examples, skipped = squad_reader.read_examples(path, training, True)
         assert _fields(examples) == _fields(expected) and not skipped
     # The evaluation reads the official nesting from it too.
-    data, _ = squad.load_dataset(path)
+    data, _ = squad_reader.load_dataset(path)
     assert [q["id"] for q in data[0]["paragraphs"][0]["qas"]] == [
         "q1", "q2", "q3"]
     before.assert_unchanged()
@@ -157,8 +157,8 @@ def test_squad_answer_start_outside_the_context_is_named(tmp_path):
         str(tmp_path / "train.json"), extra_questions=[
             {"id": "far", "question": "Where?",
              "answers": [{"text": "Paris", "answer_start": 10_000}]}])
-    with pytest.raises(squad.DataError) as error:
-        squad.read_examples(path, is_training=False)
+    with pytest.raises(squad_reader.DataError) as error:
+        squad_reader.read_examples(path, is_training=False)
     message = _one_line(error.value)
     assert path in message and "'far'" in message
     assert "answer_start=10000 is outside" in message
@@ -173,8 +173,8 @@ def test_squad_datasets_record_missing_a_key_is_named(tmp_path):
     bad["id"] = "b"
     with open(path, "w", encoding="utf-8") as f:
         f.write(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
-    with pytest.raises(squad.DataError) as error:
-        squad.read_examples(path, is_training=True)
+    with pytest.raises(squad_reader.DataError) as error:
+        squad_reader.read_examples(path, is_training=True)
     message = _one_line(error.value)
     assert f"{path}: record 2 lacks 'question'" in message
 
@@ -183,8 +183,8 @@ def test_squad_question_id_used_twice_is_named(tmp_path):
     path, _ = tasks_testdata.write_squad(
         str(tmp_path / "dev.json"), extra_questions=[
             {"id": "q1", "question": "Again?", "answers": []}])
-    with pytest.raises(squad.DataError, match="id 'q1' is used twice"):
-        squad.read_examples(path, is_training=False)
+    with pytest.raises(squad_reader.DataError, match="id 'q1' is used twice"):
+        squad_reader.read_examples(path, is_training=False)
 
 
 def test_squad_offsets_in_bytes_not_characters_are_refused(tmp_path):
@@ -199,17 +199,17 @@ def test_squad_offsets_in_bytes_not_characters_are_refused(tmp_path):
                 context[:answer["answer_start"]].encode("utf-8")) + 1
     with open(path, "w", encoding="utf-8") as f:
         json.dump(payload, f)
-    with pytest.raises(squad.DataError, match="in 2 of 2 questions the "
+    with pytest.raises(squad_reader.DataError, match="in 2 of 2 questions the "
                        "answer text is not the context at answer_start"):
-        squad.read_examples(path, is_training=True)
+        squad_reader.read_examples(path, is_training=True)
 
 
 def test_squad_file_not_utf8_names_its_line(tmp_path):
     path = str(tmp_path / "train.json")
     with open(path, "wb") as f:
         f.write(b'{"data": [\n{"title": "caf\xe9"}]}\n')
-    with pytest.raises(squad.DataError, match=f"{path}:2: not UTF-8"):
-        squad.read_examples(path, is_training=True)
+    with pytest.raises(squad_reader.DataError, match=f"{path}:2: not UTF-8"):
+        squad_reader.read_examples(path, is_training=True)
 
 
 # === RACE folders ===
@@ -219,8 +219,8 @@ def test_race_files_outside_the_level_folders_are_named(tmp_path):
     os.makedirs(os.path.join(root, "train"))
     with open(os.path.join(root, "train", "1.txt"), "w") as f:
         json.dump(tasks_testdata.race_record("1.txt"), f)
-    with pytest.raises(race.DataError) as error:
-        race.read_examples(root, "train")
+    with pytest.raises(race_reader.DataError) as error:
+        race_reader.read_examples(root, "train")
     message = _one_line(error.value)
     assert os.path.join(root, "train", "high") in message
     assert "must be in those level folders" in message
@@ -242,8 +242,8 @@ def test_race_file_of_another_layout_is_named(tmp_path, content, expected):
     with open(path, "w", encoding="utf-8") as f:
         f.write(content)
     before = Snapshot(root)
-    with pytest.raises(race.DataError) as error:
-        race.read_examples(root, "dev")
+    with pytest.raises(race_reader.DataError) as error:
+        race_reader.read_examples(root, "dev")
     message = _one_line(error.value)
     assert path in message and expected in message
     before.assert_unchanged()
@@ -263,8 +263,8 @@ def test_race_file_of_another_layout_is_named(tmp_path, content, expected):
     ("albert_apps.run_classifier", ["--task_name=mrpc", "--data_dir=x",
                                     "--do_train", "--max_seq_length=2"],
      "--max_seq_length"),
-    ("albert_tf.run_race", ["--data_dir=x", "--do_train",
-                            "--num_choices=1"], "--num_choices"),
+    ("albert_apps.run_race", ["--data_dir=x", "--do_train",
+                              "--num_choices=1"], "--num_choices"),
 ])
 def test_out_of_range_flags_are_one_line(tmp_path, module, flags, named):
     out = tmp_path / "run"
@@ -293,7 +293,7 @@ def test_predictions_would_overwrite_the_predict_file_is_refused(tmp_path):
     options = SquadOptions(output_dir=str(out), predict_file=path,
                            do_predict=True)
     with pytest.raises(ValueError) as error:
-        finetune_jobs.run_squad(options)
+        finetuning_jobs.run_squad(options)
     message = _one_line(error.value)
     assert "--output_dir" in message and path in message
     before.assert_unchanged()
@@ -432,14 +432,14 @@ def test_squad_v1_training_file_of_only_unanswerable_questions_is_refused(
         {"id": "b", "question": "What?", "is_impossible": True,
          "answers": []}])
     before = Snapshot(path)
-    with pytest.raises(squad.DataError) as error:
-        squad.read_examples(path, is_training=True)
+    with pytest.raises(squad_reader.DataError) as error:
+        squad_reader.read_examples(path, is_training=True)
     message = _one_line(error.value)
     assert path in message and "no question to train on" in message
     assert "--version_2_with_negative" in message
     # Evaluation still reads them, and v2.0 trains on them.
-    assert len(squad.read_examples(path, is_training=False)[0]) == 2
-    assert len(squad.read_examples(path, True, True)[0]) == 2
+    assert len(squad_reader.read_examples(path, is_training=False)[0]) == 2
+    assert len(squad_reader.read_examples(path, True, True)[0]) == 2
     before.assert_unchanged()
 
 
@@ -456,8 +456,8 @@ def test_squad_mistyped_field_is_named_not_misread(tmp_path, question, named):
          "answers": [{"text": "cat", "answer_start": 4}], **question}],
         version="2.0")
     before = Snapshot(path)
-    with pytest.raises(squad.DataError) as error:
-        squad.read_examples(path, True, True)
+    with pytest.raises(squad_reader.DataError) as error:
+        squad_reader.read_examples(path, True, True)
     message = _one_line(error.value)
     assert path in message and "'a'" in message and named in message
     before.assert_unchanged()
@@ -471,7 +471,7 @@ def test_glue_file_with_bom_and_windows_line_endings_reads_as_unix(glue_dirs):
         f.write(b'\xef\xbb\xbfsentence\tlabel\r\na "fine" film\t1\r\n\r\n'
                 b'dull\t0\r\n')
     before = Snapshot(path)
-    examples, skipped = glue.read_examples("sst-2", glue_dirs["sst-2"], "dev")
+    examples, skipped = glue_reader.read_examples("sst-2", glue_dirs["sst-2"], "dev")
     assert [(e.text_a, e.label) for e in examples] == [
         ('a "fine" film', "1"), ("dull", "0")] and not skipped
     before.assert_unchanged()

@@ -69,7 +69,7 @@ JOURNEYS = {
     # docs/finetuning.md
     "python -m albert_apps.run_classifier": _FINETUNE,
     "python -m albert_apps.run_squad": _FINETUNE,
-    "python -m albert_tf.run_race": _FINETUNE,
+    "python -m albert_apps.run_race": _FINETUNE,
     # docs/converting.md
     "--source=tf1 --input=albert_base --output_dir": _CONVERT,
     "--source=tf1 --input=albert_base_hub": _CONVERT,

@@ -1,7 +1,7 @@
 """Journey 2: each fine-tuning program from the pretrained tiny model.
 
 The fine-tuning guide's commands (`albert_apps.run_classifier`,
-`albert_apps.run_squad`, `albert_tf.run_race`; read from docs/finetuning.md),
+`albert_apps.run_squad`, `albert_apps.run_race`; read from docs/finetuning.md),
 tiny, with `--do_train --do_eval --do_predict`, on files in each benchmark's
 distributed layout,
 starting from the best checkpoint of the pretraining journey's first run
@@ -33,7 +33,7 @@ INIT = f"{common.PRETRAIN_DIR}/best"
 # The documented commands (docs/finetuning.md).
 CLASSIFIER = "python -m albert_apps.run_classifier"
 SQUAD = "python -m albert_apps.run_squad"
-RACE = "python -m albert_tf.run_race"
+RACE = "python -m albert_apps.run_race"
 
 
 @pytest.fixture(scope="module")

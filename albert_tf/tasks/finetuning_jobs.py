@@ -3,7 +3,7 @@ are in `albert_tf.tasks.options`).
 
 Each job reads every input it will need first (so a missing test file fails
 before training, not after), builds the task model on the (pretrained)
-encoder, runs it through `finetune.run_finetuning` (the one `Trainer`), and
+encoder, runs it through `finetuning_task.run_finetuning` (the one `Trainer`), and
 writes the benchmark's submission file with `do_predict`. It returns
 `(trainer, report)`; the trained model is `trainer.model`. Exporting a
 text-in SavedModel (`export_dir`) is done by the programs
@@ -18,11 +18,11 @@ import numpy as np
 from absl import logging
 
 from albert_tf.models import task_models
-from albert_tf.tasks import finetune
-from albert_tf.tasks import glue
+from albert_tf.tasks import finetuning_task
+from albert_tf.tasks import glue_reader
 from albert_tf.tasks import metrics
-from albert_tf.tasks import race
-from albert_tf.tasks import squad
+from albert_tf.tasks import race_reader
+from albert_tf.tasks import squad_reader
 from albert_tf.tasks.tokenization import Tokenizer
 from albert_tf.training import baselines
 from foundation import safe_io
@@ -64,13 +64,13 @@ def check_options(options, strategy=None, inputs=(), predictions=()):
 
 
 def _encoder(options, dtype):
-    """The encoder to fine-tune (`finetune.encoder_from_checkpoint`), under
+    """The encoder to fine-tune (`finetuning_task.encoder_from_checkpoint`), under
     the dtype policy `dtype`.
 
     Raises:
         ValueError: `--max_seq_length` is longer than its position table.
     """
-    encoder = finetune.encoder_from_checkpoint(
+    encoder = finetuning_task.encoder_from_checkpoint(
         options.init_checkpoint, options.albert_config_file, dtype)
     positions = encoder.config.max_position_embeddings
     if options.max_seq_length > positions:
@@ -107,7 +107,7 @@ def _input_files(options, data):
     """
     files = {}
     if options.do_train:
-        files["--spm_model_file"] = [finetune.spm_model_file(options)]
+        files["--spm_model_file"] = [finetuning_task.spm_model_file(options)]
     for split, wanted in (("train", options.do_train),
                           ("dev", options.do_eval)):
         if wanted and split in data:
@@ -127,7 +127,7 @@ def run_classifier(options, strategy=None):
     Raises:
         ValueError: a bad option, output or input row (names it).
     """
-    task = glue.get_task(options.task_name)
+    task = glue_reader.get_task(options.task_name)
     if options.export_format == "litert" and task.is_regression:
         raise ValueError(f"--export_format=litert writes a classifier; "
                          f"{task.name} is a regression (its SavedModel "
@@ -138,14 +138,14 @@ def run_classifier(options, strategy=None):
         inputs=[os.path.join(options.data_dir, name)
                 for name in task.files.values()],
         predictions=[os.path.join(options.output_dir, task.submission_name)])
-    tokenizer = Tokenizer(finetune.spm_model_file(options),
+    tokenizer = Tokenizer(finetuning_task.spm_model_file(options),
                           options.do_lower_case)
 
     def features(split):
-        examples, skipped = glue.read_examples(task, options.data_dir, split)
+        examples, skipped = glue_reader.read_examples(task, options.data_dir, split)
         if skipped:
             logging.warning("%s: skipped %s", split, dict(skipped))
-        arrays, truncated = glue.convert_examples(
+        arrays, truncated = glue_reader.convert_examples(
             examples, task, tokenizer, options.max_seq_length)
         logging.info("%s: %d examples (%d truncated)", split, len(examples),
                      truncated)
@@ -158,20 +158,20 @@ def run_classifier(options, strategy=None):
 
     def evaluate(trainer):
         logits = trainer.predict(dev, options.eval_batch_size)["logits"]
-        return glue.compute_metrics(task, dev["label_ids"], logits)
+        return glue_reader.compute_metrics(task, dev["label_ids"], logits)
 
     def model_fn(dtype):
         return task_models.AlbertClassifier(
             _encoder(options, dtype), task.num_classes,
             dropout=options.dropout)
 
-    loss_fn = (finetune.regression_loss if task.is_regression
-               else finetune.classification_loss)
+    loss_fn = (finetuning_task.regression_loss if task.is_regression
+               else finetuning_task.classification_loss)
     chance = None
     if train is not None:
-        chance = (finetune.regression_chance_loss if task.is_regression
-                  else finetune.label_chance_loss)(train["label_ids"])
-    ft_task = finetune.FinetuningTask(
+        chance = (finetuning_task.regression_chance_loss if task.is_regression
+                  else finetuning_task.label_chance_loss)(train["label_ids"])
+    ft_task = finetuning_task.FinetuningTask(
         model_fn, loss_fn, train, evaluate, seed=options.seed,
         task_info=dict(task=task.name, labels=list(task.labels or []),
                        max_seq_length=options.max_seq_length),
@@ -180,12 +180,12 @@ def run_classifier(options, strategy=None):
                     [os.path.join(options.data_dir, task.files[split])])
             for split in ("train", "dev")}),
         chance_loss=chance)
-    trainer, report = finetune.run_finetuning(ft_task, options, strategy)
+    trainer, report = finetuning_task.run_finetuning(ft_task, options, strategy)
     report["task"] = task.name
     if test is not None:
         logits = trainer.predict(test[1], options.predict_batch_size)["logits"]
-        report["submission"] = glue.write_submission(task, test[0], logits,
-                                                     options.output_dir)
+        report["submission"] = glue_reader.write_submission(task, test[0], logits,
+                                                            options.output_dir)
     return trainer, report
 
 
@@ -209,41 +209,41 @@ def run_squad(options, strategy=None):
         predictions=[os.path.join(options.output_dir, name)
                      for name in ("predictions.json", "null_odds.json")])
     v2 = options.version_2_with_negative
-    tokenizer = Tokenizer(finetune.spm_model_file(options),
+    tokenizer = Tokenizer(finetuning_task.spm_model_file(options),
                           options.do_lower_case)
     window = dict(max_seq_length=options.max_seq_length,
                   doc_stride=options.doc_stride,
                   max_query_length=options.max_query_length)
     train = None
     if options.do_train:
-        examples, skipped = squad.read_examples(options.train_file, True, v2)
-        train = squad.convert_examples(examples, tokenizer, is_training=True,
-                                       **window)
+        examples, skipped = squad_reader.read_examples(options.train_file, True, v2)
+        train = squad_reader.convert_examples(examples, tokenizer, is_training=True,
+                                              **window)
         logging.info("%d questions -> %d training windows (skipped %s)",
                      len(examples), len(train.windows), dict(skipped))
         _check_train_size(len(train.windows), options,
                           f"--train_file={options.train_file}")
     predict = None
     if options.do_eval or options.do_predict:
-        examples, _ = squad.read_examples(options.predict_file, False, v2)
-        predict = (examples, squad.convert_examples(
+        examples, _ = squad_reader.read_examples(options.predict_file, False, v2)
+        predict = (examples, squad_reader.convert_examples(
             examples, tokenizer, is_training=False, **window))
 
     def answer(trainer):
         examples, features = predict
         out = trainer.predict(features.arrays, options.predict_batch_size)
         na = 1.0 / (1.0 + np.exp(-out["no_answer_logits"])) if v2 else None
-        answers, _, na_probs = squad.postprocess(
+        answers, _, na_probs = squad_reader.postprocess(
             examples, features, out["start_logits"], out["end_logits"], na,
             options.n_best_size, options.max_answer_length)
         if v2:
-            answers = squad.apply_threshold(answers, na_probs,
-                                            options.na_prob_threshold)
+            answers = squad_reader.apply_threshold(answers, na_probs,
+                                                   options.na_prob_threshold)
         return answers, na_probs
 
     def evaluate(trainer):
         answers, na_probs = answer(trainer)
-        data, _ = squad.load_dataset(options.predict_file)
+        data, _ = squad_reader.load_dataset(options.predict_file)
         result = metrics.squad_evaluate(data, answers, na_probs,
                                         options.na_prob_threshold)
         if v2:
@@ -262,18 +262,18 @@ def run_squad(options, strategy=None):
             _encoder(options, dtype), with_no_answer=v2,
             dropout=options.dropout)
 
-    ft_task = finetune.FinetuningTask(
-        model_fn, finetune.span_loss, train.arrays if train else None,
+    ft_task = finetuning_task.FinetuningTask(
+        model_fn, finetuning_task.span_loss, train.arrays if train else None,
         evaluate, seed=options.seed,
         task_info=dict(task="squad_v2.0" if v2 else "squad_v1.1",
                        max_seq_length=options.max_seq_length),
         input_files=_input_files(options, {
             "train": ("--train_file", [options.train_file]),
             "dev": ("--predict_file", [options.predict_file])}))
-    trainer, report = finetune.run_finetuning(ft_task, options, strategy)
+    trainer, report = finetuning_task.run_finetuning(ft_task, options, strategy)
     if options.do_predict:
         answers, na_probs = answer(trainer)
-        report["predictions"] = squad.write_predictions(
+        report["predictions"] = squad_reader.write_predictions(
             options.output_dir, answers, na_probs)
     return trainer, report
 
@@ -293,13 +293,13 @@ def run_race(options, strategy=None):
     """
     check_options(options, strategy, predictions=[
         os.path.join(options.output_dir, "predictions.json")])
-    tokenizer = Tokenizer(finetune.spm_model_file(options),
+    tokenizer = Tokenizer(finetuning_task.spm_model_file(options),
                           options.do_lower_case)
 
     def features(split):
-        examples = race.read_examples(options.data_dir, split,
-                                      options.num_choices)
-        arrays, _ = race.convert_examples(
+        examples = race_reader.read_examples(options.data_dir, split,
+                                             options.num_choices)
+        arrays, _ = race_reader.convert_examples(
             examples, tokenizer, options.max_seq_length, options.max_qa_length,
             options.num_choices)
         return examples, arrays
@@ -323,8 +323,8 @@ def run_race(options, strategy=None):
             _encoder(options, dtype), options.num_choices,
             dropout=options.dropout)
 
-    ft_task = finetune.FinetuningTask(
-        model_fn, finetune.multiple_choice_loss, train, evaluate,
+    ft_task = finetuning_task.FinetuningTask(
+        model_fn, finetuning_task.multiple_choice_loss, train, evaluate,
         seed=options.seed,
         task_info=dict(task="race", num_choices=options.num_choices,
                        max_seq_length=options.max_seq_length),
@@ -333,12 +333,12 @@ def run_race(options, strategy=None):
                                                         split))
             for split in ("train", "dev")}),
         chance_loss=(None if train is None
-                     else finetune.label_chance_loss(train["label_ids"])))
-    trainer, report = finetune.run_finetuning(ft_task, options, strategy)
+                     else finetuning_task.label_chance_loss(train["label_ids"])))
+    trainer, report = finetuning_task.run_finetuning(ft_task, options, strategy)
     if test is not None:
         examples, arrays = test
         logits = trainer.predict(arrays, options.predict_batch_size)["logits"]
-        report["predictions"] = race.write_predictions(
+        report["predictions"] = race_reader.write_predictions(
             options.output_dir, examples, logits)
         if (arrays["label_ids"] >= 0).all():
             report["test_accuracy"] = metrics.accuracy(
@@ -347,9 +347,9 @@ def run_race(options, strategy=None):
 
 
 def _race_files(data_dir, split):
-    """The files of a RACE split, in the order `race.read_examples` reads
+    """The files of a RACE split, in the order `race_reader.read_examples` reads
     them."""
     paths = []
-    for level in race.LEVELS:
+    for level in race_reader.LEVELS:
         paths += sorted(glob.glob(os.path.join(data_dir, split, level, "*")))
     return [path for path in paths if os.path.isfile(path)]

@@ -28,7 +28,7 @@ from typing import Optional
 
 import numpy as np
 
-from albert_tf.tasks import glue
+from albert_tf.tasks import glue_reader
 from foundation import safe_io
 
 LEVELS = ("high", "middle")
@@ -177,8 +177,8 @@ def convert_examples(examples, tokenizer, max_seq_length, max_qa_length=128,
         for qa in qa_ids:
             cut = len(qa) > max_qa_length
             # Keep the end: that is where a non-cloze option is.
-            w, m, t, was_cut = glue.pack_ids(tokenizer, article,
-                                             qa[-max_qa_length:], max_seq_length)
+            w, m, t, was_cut = glue_reader.pack_ids(tokenizer, article,
+                                                    qa[-max_qa_length:], max_seq_length)
             truncated += int(cut or was_cut)
             words.append(w)
             masks.append(m)
