@@ -1,49 +1,10 @@
-r"""Benchmark of `data_prep.create_pretraining_data`: speed and peak memory.
+"""Speed and memory of the data builder: docs/benchmarks.md#data-preparation.
 
-    python -m benchmarks.data_prep [--corpus_mb=3] [--repeats=3]
-    python -m benchmarks.data_prep --runner=dask --workers=1,2
-
-Builds (once, cached in --work_dir) an English corpus from the Python standard
-library's docstrings (`data_prep.builtin_corpus`) and a unigram SentencePiece
-model on it, then runs the CLI in fresh subprocesses with 1 and 2 local
-workers, in the global random order (the default) and in the chunk order
-(`--noglobal_shuffle`, one pass), and as an Apache Beam pipeline on the
-DirectRunner with 2 worker processes (`--runner=DirectRunner
---direct_num_workers=2 --direct_running_mode=multi_processing`), all on the
-same corpus in one invocation, the runs taken in turn (`max_seq_length`
-128, `dupe_factor` 2: the setting of the official figure of about 470
-instances/s and 670 MB on one core), and prints a table of medians:
-
-- instances/s: instances over the builder's own elapsed time (reading,
-  tokenizing, masking, encoding, writing; worker start-up included; Python
-  start-up excluded; for Beam, from the launch to the commit);
-- per core: instances/s divided by the cores the run can use;
-- instances per CPU s: instances over the CPU time (user + system) of the
-  whole process tree, Python start-up included: the per-core throughput,
-  unaffected by other load on a shared machine;
-- peak memory: the largest sum of resident memory (VmRSS) over the process
-  and its workers (Beam's worker processes included), sampled every 20 ms;
-- x official: instances per CPU s over the official script's 470
-  instances/s on one core;
-- vs chunk order: instances per CPU s over that of the chunk-order run with
-  as many workers (the cost of the global shuffle's second pass);
-- vs local: instances/s over that of the local run with as many workers.
-Every run's shards are compared with the first run of its order: the
-other local and the Beam rows must write the same bytes.
-
-`--runner=dask --workers=1,2` prints one table instead: for each corpus
-repetition of `--scaling` and each worker count, one run of the local
-builder with as many workers and one on a fresh Dask cluster of as many
-single-thread worker processes (`dask_runner.ProcessCluster`, on
-127.0.0.1), with instances/s against the local run, instances per CPU
-second (the launcher's and the workers'), and for each worker its share of
-the workers' CPU time and its peak resident memory (VmHWM).
-
-A second table (one run each, the local builder in the global order)
-repeats the corpus 1x, 4x, 16x: longer runs amortize the start-up, and the
-peak memory does not grow with corpus size (`--shuffle_memory_mb` bounds
-the bucket sorted in memory). The DirectRunner is left out there: it keeps
-each step's output in memory.
+`python -m benchmarks.data_prep` builds a docstring corpus and vocabulary
+once, then times `data_prep.create_pretraining_data` with 1 and 2 local
+workers, in both orders, and on Beam's DirectRunner (`--runner=dask`: on
+Dask clusters instead), checks that every run writes the same bytes, and
+prints medians of instances/s, instances per CPU second and peak memory.
 """
 
 import argparse

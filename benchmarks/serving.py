@@ -1,48 +1,12 @@
 """Serving latency and throughput of the exported text-in SavedModel.
 
-`--mode=shapes` (the default): an ALBERT (random weights, `--preset`, default
-ALBERT-base) is exported twice with `--seq_length` (128) as max_seq_length,
-with `serving_shape="dynamic"` and `"fixed"`, and both `serving_single`
-signatures are timed in turns (strings in; the batch-1 requests all in one
-round of turns, the batch-32 ones in another, so ratios between rows see the
-same load from other processes):
-
-- batch 1 at 8, 32 and 128 real tokens (`[CLS]` and `[SEP]` counted;
-  the nearest whole-word text at or below each);
-- batch `--batch` (32) with lengths drawn uniformly from 5 to 128 tokens
-  (a new draw for each timed call, the same draws for both exports), and
-  again with lengths drawn log-uniformly (short requests more common).
-
-It prints the CPU model and its AVX-512 / AVX512_BF16 / AMX flags first, then
-medians, and checks the targets: an 8-token request at most 0.2x the latency
-of a 128-token one, and the uniformly mixed batch's throughput at least 2.5x
-the fixed export's. (Its compute bound: a mixed batch costs about the sum of
-its rows' lengths rounded up to 8, the fixed one 32 x 128; with uniform
-lengths that is about 1.8x less work.)
-
-`--mode=paths`: the text-in SavedModel vs the Keras encoder, at sequence
-length `--seq_length` on sentences long enough to fill it:
-
-- text-in SavedModel: the exported `serving_default` signature, strings in
-  (tokenization, packing and the encoder in one graph);
-- Keras encoder: the in-process `AlbertEncoder` on pre-tokenized ids (called
-  through `tf.function`, as `predict` does);
-- encoder SavedModel: the exported TF-Hub-style encoder on the same ids;
-- tokenization only: the exported preprocessor, strings to ids.
-
-For each: median and p99 latency at batch 1, median latency and throughput
-at batch 32. The four run in turns within each iteration, so load from other
-processes falls on all of them alike. The tokenization overhead is the
-preprocessor's median time at
-batch 32 over the Keras encoder's (target: at most 10%).
-
-`--mode=precision` and `--mode=runtimes`: see `benchmarks.serving_precision`
-and `benchmarks.serving_runtimes` (batch 1 x `--seq_length` tokens, one
-thread per runtime: the SavedModels, the `.tflite` models, ONNX Runtime and
-PyTorch dynamic int8; `--iters_b1` rounds).
-
-    python -m benchmarks.serving [--mode=shapes --preset=albert_base_v2 \
-        --iters_b1=50 --iters_b32=10]
+`python -m benchmarks.serving` times ALBERT exported with dynamic against
+fixed shapes (`--mode=shapes`, the default), the serving paths from
+strings and from ids (`--mode=paths`), the float32, bfloat16 and int8
+exports (`--mode=precision`) and the other runtimes a user might pick
+(`--mode=runtimes`), all in turns, and prints medians with the CPU named.
+What each mode measures, and its targets:
+docs/benchmarks.md#how-the-serving-benchmarks-measure.
 """
 
 import functools

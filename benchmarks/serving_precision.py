@@ -1,42 +1,10 @@
-"""Serving latency and accuracy of the float32, bfloat16 and int8 exports:
-`python -m benchmarks.serving --mode=precision`.
+"""Serving latency and accuracy of the float32, bfloat16 and int8 exports.
 
-Latency (`run_latency`): ALBERT-base (random weights, or `--checkpoint`)
-exported with max_seq_length `--seq_length` (128) in each serving dtype with
-dynamic shapes, and in float32 with fixed shapes. Every request is made up
-front and run once on every export untimed (an int8 export compiles each
-new padded shape with XLA on first use; the table is the steady state),
-then all exports are timed on the same requests in turns, so the machine's
-load falls on all of them alike. Rows, through `serving_single`:
-
-- batch 1 and batch 8 at `--seq_length` real tokens (texts cut to it), and
-  at real lengths (whole sentences of the built-in corpus, as they come);
-- `--batch` (32) texts of lengths drawn uniformly from 5 to `--seq_length`
-  tokens, and log-uniformly (short requests more common).
-
-Medians; each precision against float32 (the same shape) in words, "1.79x
-faster than float32" or "1.25x the latency of float32"; the mixed rows also
-give the fixed-shape float32 export's median and its latency over the best
-dynamic export's.
-
-Accuracy (`run_accuracy`, with `--quickstart_dir`: the output folder of a
-finished `python -m albert_apps.quickstart`): its best checkpoint exported
-in each dtype, and
-
-- fill-mask: one word masked in each of `--accuracy_sentences` held-out
-  sentences (`data/eval.txt`); top-1 agreement with float32, and the
-  `pooled_output` cosine with float32 on the unmasked sentences (lowest and
-  mean);
-- a classifier: an `AlbertTextClassifier` fine-tuned with Keras `fit` on
-  the job's `--accuracy_task` (its `data/task/<task>/train.tsv`), exported
-  with `export.finetuned_exports.export_text_classifier` in each dtype; dev accuracy of
-  each served model (95% Wilson interval), its difference from float32 and
-  the share of dev labels equal to float32's.
-
-Targets (the issue's): an export at least 1.8x float32 at batch 1 and 8
-within the bounds (dev accuracy within 0.5 points, fill-mask top-1
-agreement >= 97%, pooled cosine >= 0.99); the mixed batch at least 2.5x the
-fixed-shape export.
+Run as `python -m benchmarks.serving --mode=precision`: `run_latency` times
+every export on the same requests in turns, and `run_accuracy` (with
+`--quickstart_dir`) compares each dtype's fill-mask and fine-tuned
+classifier with float32's. Rows, measures and targets:
+docs/benchmarks.md#how-the-serving-benchmarks-measure.
 """
 
 import csv

@@ -1,39 +1,10 @@
-"""Serving speed on this CPU, this project's exports beside the runtimes a
-user would pick instead: `python -m benchmarks.serving --mode=runtimes`.
+"""Serving speed on this CPU: this project's exports beside other runtimes.
 
-ALBERT (`--preset`, ALBERT-base by default; random weights, or
-`--checkpoint`), batch 1, one text of `--seq_length` (128) tokens, every
-runtime on one thread, in one process:
-
-- float32 / bfloat16 / int8 text-in SavedModel: `serving_single`, strings
-  in (the tokenizer is inside), TensorFlow with one intra-op and one
-  inter-op thread (`benchmarks.serving` sets them before TensorFlow
-  starts); int8 runs compiled by XLA;
-- int8 `.tflite`, text in (`export.litert.encoder_model`, the tokenizer
-  inside), and int8 `.tflite` on ids (`export.litert.ids_encoder_model`,
-  builtin ops only): LiteRT's interpreter with its default XNNPACK
-  delegate, `num_threads=1`;
-- ONNX Runtime dynamic int8: the same weights written as a Hugging Face
-  folder (`albert_tf.convert.huggingface.write`, what
-  `convert_checkpoint --target=huggingface` writes), loaded by
-  `transformers.AlbertModel`, exported with `torch.onnx.export`, fused by
-  ONNX Runtime's transformer optimizer (`model_type="bert"`: attention,
-  skip-LayerNorm, GELU) and quantized by
-  `onnxruntime.quantization.quantize_dynamic` (int8 weights), one
-  intra-op thread; ids in;
-- PyTorch dynamic int8: that `AlbertModel` through
-  `torch.ao.quantization.quantize_dynamic` (its `Linear` layers int8),
-  `torch.set_num_threads(1)`; ids in.
-
-The ids-in rows get the ids the SavedModel's tokenizer makes of the same
-text (tokenization not timed; the text-in rows include it). Every runtime
-runs in turns with the others (`hardware.seconds_in_turns`: `--warmup`
-untimed calls, then `--iters_b1` timed rounds), so load from other
-processes falls on all alike. The table gives medians, each row's speed
-against the float32 SavedModel in words, and the `pooled_output` cosine to
-the float32 SavedModel's (a check that every runtime computes the same
-model). A runtime that is not installed (torch, transformers, onnx,
-onnxruntime: `requirements-peers.txt`) is a row saying so.
+Run as `python -m benchmarks.serving --mode=runtimes`: batch 1, one text of
+`--seq_length` tokens, the SavedModels, the `.tflite` models, ONNX Runtime
+and PyTorch dynamic int8, every runtime on one thread, in turns in one
+process. The rows and how each runtime is built:
+docs/benchmarks.md#how-the-serving-benchmarks-measure.
 """
 
 import os

@@ -1,63 +1,13 @@
-"""Fine-tuning here against Hugging Face's PyTorch ALBERT: steps, features, outcome.
+"""Fine-tuning here against Hugging Face's PyTorch ALBERT, from one
+checkpoint: step parity, SQuAD features and outcome over seeds (guide:
+docs/finetuning.md#parity-with-the-reference; the code's map and results:
+docs/benchmarks.md#fine-tuning-parity-with-the-reference).
 
-From one checkpoint of this project, converted with
-`convert_checkpoint --target=huggingface`, both sides fine-tune on the same
-data and are compared three ways (guide: docs/finetuning.md, "Parity with
-the reference"):
-
-- **Step parity.** Dropout off, float32, the same batches in the same order
-  (the order this project's `FinetuningTask` draws), the same head weights at
-  the start, and the project's official rule on the PyTorch side too: AdamW
-  as released (no bias correction, weight decay 0.01 added to the update,
-  LayerNorm and bias excluded, epsilon 1e-6), `WarmupPolynomialDecay`
-  (linear warmup from step 0, linear decay counted from step 0) and clipping
-  to global norm 1.0 with TensorFlow's formula; `torch.optim.AdamW` differs in
-  the first two points. This side runs the project's own `Trainer`; the
-  reference runs `transformers`' `AlbertForSequenceClassification` and
-  `AlbertForQuestionAnswering`. The span heads: the reference's `qa_outputs`
-  with this project's padding mask on the logits, and for SQuAD v2.0 a
-  no-answer logit on the pooled output (`transformers` has no v2.0 head).
-  The loss of every step and every final tensor are compared.
-- **SQuAD features.** `albert_tf.tasks.squad_reader.convert_examples` against the
-  reference's offset-mapping preprocessing (`transformers`' ALBERT tokenizer on
-  the same SentencePiece model, the windows of `return_overflowing_tokens`
-  with `stride`, answers located through `offset_mapping`), every difference
-  counted by cause.
-- **Outcome.** Each side with its own default recipe (dropout on): here the
-  `run_classifier` / `run_squad` jobs, there `torch.optim.AdamW` with the
-  usual grouping (no decay on bias and LayerNorm weights, epsilon 1e-8),
-  `get_linear_schedule_with_warmup`, `clip_grad_norm_`, the reference's
-  tokenizer, features and answer post-processing, scored with a
-  transcription of the official SQuAD evaluation scripts. Several seeds a
-  side, the difference of means with its Welch 95% interval, and a verdict.
-
-    python -m benchmarks.finetune_parity --output_dir=parity
-        [--init_checkpoint=DIR] [--task_name=sst-2 --data_dir=DIR]
-        [--train_file=F --predict_file=F] [--steps=200] [--seeds=5]
-        [--first_seed=0] [--outcome_steps=1000] [--outcome_dropout=0.1]
-        [--outcome_tasks=classification,squad] [--parts=steps,features,outcome]
-        [--reference_recipe=pytorch|official]
-        [--corpus=docstrings|rust_book]
-
-`--init_checkpoint` is a model directory or the main job's output folder
-(its best checkpoint and vocabulary); without it a tiny model is built
-(random weights, a SentencePiece model trained on the built-in text).
-Each outcome seed is kept in `<output_dir>/outcome_runs/` and read back by
-a rerun on the same inputs and settings. Without the data flags a
-classification task and SQuAD-format files are made from `--corpus`: the
-docstrings of the standard library, or the Rust books (another domain).
-PyTorch and `transformers` come from `requirements-peers.txt`. Writes
-`parity.json` and prints the tables.
-
-Here: `ParityOptions`, `run`, `format_tables` and `main`. The modules:
-
-- `tasks`: the data made from a corpus, the tiny checkpoint, its conversion.
-- `steps`: step parity, this side's `Trainer` against the same steps in torch.
-- `features`: SQuAD features against the reference's preprocessing.
-- `outcome`: this side's outcome runs and a row of the outcome table.
-- `reference`: everything torch: official AdamW, models, tokenizer, training.
-- `stats`: Welch's interval, the verdict, cosines, relative differences.
-- `official_squad`: the official SQuAD v1.1 and v2.0 scripts, transcribed.
+`python -m benchmarks.finetune_parity --output_dir=parity` converts a
+checkpoint of this project with `convert_checkpoint --target=huggingface`,
+fine-tunes both sides on the same data, compares them, writes
+`parity.json` and prints the tables; PyTorch and `transformers` come from
+`requirements-peers.txt`.
 """
 
 import dataclasses
