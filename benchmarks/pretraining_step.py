@@ -1,37 +1,13 @@
 """Whole pretraining step throughput: this project's three ways to train vs
 keras-hub at its fastest, plus the machine's matmul peak.
 
-ALBERT-base, sequence 128, batch 8, 20 masked positions per sequence. A step
-is forward, MLM + SOP losses, backward and the optimizer update. Rows, each
-in float32 and in bfloat16 (mixed precision, float32 variables):
-
-- driver: the `Trainer`'s compiled loop (what `python -m
-  albert_tf.run_pretraining` runs: official LAMB, `--iterations_per_loop`
-  steps per call), compiled as `--jit_compile=auto` settles on a CPU
-  (TensorFlow's kernels; `--rows=driver_float32_xla,...` adds XLA rows);
-- tape: a user's own `GradientTape` loop over `AlbertPretrainer(...,
-  training=True)` with Keras Adam, in a plain `tf.function`;
-- fit: `model.fit` of a Keras model around `AlbertPretrainer` whose
-  `compute_loss` is the official MLM + SOP loss, compiled with Keras'
-  defaults, Adam;
-- keras_hub_float32_xla / keras_hub_float32: `AlbertBackbone` + its
-  `MaskedLMHead` (tied to the token embedding) + a dense SOP head, Adam,
-  with and without XLA. Ratios are against the faster of the two.
-- tf.matmul float32 / bfloat16: a large square matmul, the machine's
-  reachable FLOP rate (the faster of XLA and TensorFlow's kernel).
-
-Targets: every float32 row >= 1.0x; every bfloat16 row >= 2.0x where the
-hardware has bfloat16 matmuls (the first line names the CPU and its flags).
-
-Model FLOPs per step are counted analytically for the full model (matmuls
-only, 3x the forward for forward + backward). The driver computes its last
-block at [CLS] and the masked positions only (about 6% fewer FLOPs, same
-losses and gradients), so its GFLOP/s is the rate the full model would need
-to take the same time. Medians over `--repeats` timing windows; the windows
-of all rows are taken in turn (round-robin), so load from other processes
-falls on every row alike.
-
-    python -m benchmarks.pretraining_step [--repeats=5 --steps=3]
+`python -m benchmarks.pretraining_step [--repeats=5 --steps=3]` times
+ALBERT-base steps (sequence 128, batch 8, 20 masked positions) of the
+`Trainer`'s compiled loop, a `GradientTape` loop and `model.fit`, each in
+float32 and bfloat16, beside keras-hub with and without XLA and a
+`tf.matmul` peak, all in turns, and checks the targets (float32 rows >=
+1.0x keras-hub, bfloat16 rows >= 2.0x where the CPU has bfloat16 matmuls).
+Rows, FLOP counting and results: docs/benchmarks.md#pretraining-step-rate.
 """
 
 import os
