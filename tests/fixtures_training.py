@@ -67,10 +67,10 @@ def short_pretraining_run(tmp_path_factory):
 
     from albert_tf.training import pretraining
     from foundation import progress
-    from tests import test_pretraining as t
+    from tests import fixtures_pretraining
 
     root = tmp_path_factory.mktemp("short_run")
-    data = t.write_records(str(root / "data.tfrecord"), 40)
+    data = fixtures_pretraining.write_records(str(root / "data.tfrecord"), 40)
     out = str(root / "out")
     lines = []
     with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stderr(
@@ -78,7 +78,7 @@ def short_pretraining_run(tmp_path_factory):
         patch.setattr(logging, "info", lambda msg, *args: lines.append(
             msg % args if args else msg))
         patch.setattr(progress, "interactive", lambda stream=None: False)
-        report = pretraining.run_pretraining(t.options(
+        report = pretraining.run_pretraining(fixtures_pretraining.options(
             data, out, num_train_steps=4, keep_checkpoint_max=2,
             jit_compile=None))
     return types.SimpleNamespace(data=data, out=out, report=report,

@@ -25,11 +25,11 @@ import pytest
 from albert_tf import AlbertConfig
 from albert_tf import AlbertPretrainer
 from albert_tf.training import checkpoint as checkpoint_lib
+from tests import fixtures_pretraining
 from tests import tasks_testdata
-from tests import test_pretraining as records
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-L, P = records.L, records.P
+L, P = fixtures_pretraining.L, fixtures_pretraining.P
 
 
 def _python(*args, cwd):
@@ -58,9 +58,11 @@ def ws(tmp_path_factory):
     w["corpus"] = os.path.join(root, "corpus.txt")
     with open(w["corpus"], "w") as f:
         f.write("The cat sat on the mat.\nIt was warm.\n\nA dog ran.\nFast.\n")
-    w["records"] = records.write_records(os.path.join(root, "train.tfrecord"), 40)
-    w["small"] = records.write_records(os.path.join(root, "eval.tfrecord"), 4)
-    config = dict(records.TINY, vocab_size=1000)
+    w["records"] = fixtures_pretraining.write_records(
+        os.path.join(root, "train.tfrecord"), 40)
+    w["small"] = fixtures_pretraining.write_records(
+        os.path.join(root, "eval.tfrecord"), 4)
+    config = dict(fixtures_pretraining.TINY, vocab_size=1000)
     w["config"] = os.path.join(root, "albert_config.json")
     AlbertConfig.from_dict(config).to_json_file(w["config"])
     w["glue"] = tasks_testdata.write_glue(os.path.join(root, "glue"))

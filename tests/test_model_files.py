@@ -162,23 +162,23 @@ def test_the_records_vocabulary_is_taken_by_its_recorded_content(
 def test_a_spm_model_file_that_is_not_this_models_vocabulary_is_refused(
         tmp_path, spm_model_path):
     from albert_tf.training import pretraining
-    from tests import test_pretraining as t
+    from tests import fixtures_pretraining
 
-    data = t.write_records(str(tmp_path / "data.tfrecord"), 8)
+    data = fixtures_pretraining.write_records(str(tmp_path / "data.tfrecord"), 8)
     out = str(tmp_path / "out")
     not_a_model = tmp_path / "notes.txt"
     not_a_model.write_text("not a vocabulary\n")
     for path, message in ((str(not_a_model), "is not a SentencePiece model"),
                           (str(tmp_path), "names no file")):
-        task = pretraining.PretrainingTask(t.options(data, out,
-                                                     spm_model_file=path))
+        task = pretraining.PretrainingTask(fixtures_pretraining.options(
+            data, out, spm_model_file=path))
         with pytest.raises(ValueError, match=message):
             task.vocabulary()
     # More pieces than the model's embeddings: another model's vocabulary.
     from albert_tf import AlbertConfig
 
-    small = AlbertConfig.from_dict(dict(t.TINY, vocab_size=50))
-    task = pretraining.PretrainingTask(t.options(
+    small = AlbertConfig.from_dict(dict(fixtures_pretraining.TINY, vocab_size=50))
+    task = pretraining.PretrainingTask(fixtures_pretraining.options(
         data, out, config=small, spm_model_file=spm_model_path))
     with pytest.raises(ValueError, match="not this model's vocabulary"):
         task.vocabulary()

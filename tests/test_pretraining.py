@@ -11,61 +11,17 @@ import tensorflow as tf
 from albert_tf import AlbertConfig
 from albert_tf.training import losses
 from albert_tf.training import pretraining as train_lib
-from albert_tf.training.options import PretrainingOptions
 from albert_tf.training.results import read_eval_results
-from albert_tf.training.trainer import Trainer
-from data_prep import schema
+from tests.fixtures_pretraining import REPO
+from tests.fixtures_pretraining import TINY
+from tests.fixtures_pretraining import batches
+from tests.fixtures_pretraining import options
+from tests.fixtures_pretraining import trainer
+from tests.fixtures_pretraining import write_records
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-L, P = 32, 5
-TINY = dict(AlbertConfig.from_preset("tiny").to_dict(), hidden_dropout_prob=0.0,
-            attention_probs_dropout_prob=0.0, num_hidden_layers=2)
 # For the XLA-compiled steps, whose compile time grows with the depth: what
 # they check (the optimizer inside the step, the dtypes) does not.
 ONE_LAYER = AlbertConfig.from_dict(dict(TINY, num_hidden_layers=1))
-
-
-def write_records(path, num, seed=0, vocab=1000):
-    """Random but well-formed pretraining records (official feature names)."""
-    rng = np.random.default_rng(seed)
-    ids = rng.integers(5, vocab, (num, L))
-    ids[:, 0] = 2
-    positions = np.sort(np.stack([rng.choice(np.arange(1, L), P, replace=False)
-                                  for _ in range(num)]), axis=1)
-    features = dict(
-        input_ids=ids, input_mask=np.ones((num, L), np.int64),
-        segment_ids=np.zeros((num, L), np.int64),
-        token_boundary=np.ones((num, L), np.int64),
-        masked_lm_positions=positions,
-        masked_lm_ids=np.take_along_axis(ids, positions, 1),
-        masked_lm_weights=(rng.random((num, P)) < 0.8).astype(np.float32),
-        next_sentence_labels=rng.integers(0, 2, (num, 1)))
-    with tf.io.TFRecordWriter(path) as writer:
-        for record in schema.encode_examples(features):
-            writer.write(record)
-    return path
-
-
-def options(input_file, output_dir, **overrides):
-    values = dict(
-        input_file=input_file, output_dir=output_dir,
-        config=AlbertConfig.from_dict(TINY), train_batch_size=8,
-        eval_batch_size=8, max_seq_length=L, max_predictions_per_seq=P,
-        num_train_steps=4, num_warmup_steps=1, learning_rate=1e-2,
-        save_checkpoints_steps=2, iterations_per_loop=2, max_eval_steps=2,
-        jit_compile=False)
-    values.update(overrides)
-    return PretrainingOptions(**values)
-
-
-def trainer(opts, strategy=None):
-    return Trainer(train_lib.PretrainingTask(opts), opts, strategy)
-
-
-def batches(runner, data, batch_size=8):
-    """An iterator of global batches of `data`, in order, over the replicas."""
-    return iter(runner.strategy.experimental_distribute_dataset(
-        runner.task.dataset(data, batch_size, False)))
 
 
 def read_scalars(directory, tag):
@@ -134,24 +90,24 @@ _MIRRORED_SCRIPT = textwrap.dedent("""
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     import numpy as np
-    from tests import test_pretraining as t
+    from tests.fixtures_pretraining import batches, options, trainer
 
     data, out = sys.argv[1], sys.argv[2]
     def run(strategy, **kw):
-        runner = t.trainer(
-            t.options(data, out, train_batch_size=8, **kw), strategy)
+        runner = trainer(
+            options(data, out, train_batch_size=8, **kw), strategy)
         if reference is not None:
             for v, w in zip(runner.model.weights, reference):
                 v.assign(w)
-        stats, _ = runner._compiled()[0](t.batches(runner, data), tf.constant(2))
+        stats, _ = runner._compiled()[0](batches(runner, data), tf.constant(2))
         return stats.numpy(), [v.numpy() for v in runner.model.weights]
 
     reference = None
     import keras
     keras.utils.set_random_seed(1)
     one = tf.distribute.OneDeviceStrategy("/cpu:0")
-    reference = [v.numpy() for v in t.trainer(
-        t.options(data, out), one).model.weights]
+    reference = [v.numpy() for v in trainer(
+        options(data, out), one).model.weights]
     single = run(one)
     mirrored = run(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
     accumulated = run(one, gradient_accumulation_steps=2)

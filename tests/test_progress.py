@@ -5,7 +5,7 @@ import io
 from absl import logging
 
 from foundation import progress
-from tests import test_pretraining as t
+from tests import fixtures_pretraining
 
 
 class _Terminal(io.StringIO):
@@ -32,9 +32,10 @@ def test_training_shows_a_bar_on_a_terminal(tmp_path, monkeypatch, capsys):
     lines = []
     monkeypatch.setattr(logging, "info", lambda msg, *args: lines.append(
         msg % args if args else msg))
-    data = t.write_records(str(tmp_path / "train.tfrecord"), 16)
+    data = fixtures_pretraining.write_records(str(tmp_path / "train.tfrecord"), 16)
     monkeypatch.setattr(progress, "interactive", lambda stream=None: True)
-    t.trainer(t.options(data, str(tmp_path / "bar"))).train()
+    fixtures_pretraining.trainer(
+        fixtures_pretraining.options(data, str(tmp_path / "bar"))).train()
     err = capsys.readouterr().err
     assert "train" in err and "4/4" in err and "examples/s" in err
     assert not any(line.startswith("step ") for line in lines)

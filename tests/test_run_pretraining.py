@@ -15,9 +15,9 @@ import tensorflow as tf
 
 from albert_tf import AlbertConfig
 from albert_tf.training.schedule import WarmupPolynomialDecay
-from tests import test_pretraining as t
+from tests import fixtures_pretraining
 
-REPO = t.REPO
+REPO = fixtures_pretraining.REPO
 ENV = dict(os.environ, PYTHONPATH=REPO, CUDA_VISIBLE_DEVICES="")
 STEPS, SAVE_EVERY = 40, 5
 _PROGRESS = re.compile(r"step (\d+)/(\d+)")
@@ -27,7 +27,8 @@ def _command(data, out, config_file, *extra):
     return [sys.executable, "-m", "albert_tf.run_pretraining",
             f"--input_file={data}", f"--output_dir={out}",
             f"--albert_config_file={config_file}", "--train_batch_size=8",
-            f"--max_seq_length={t.L}", f"--max_predictions_per_seq={t.P}",
+            f"--max_seq_length={fixtures_pretraining.L}",
+            f"--max_predictions_per_seq={fixtures_pretraining.P}",
             f"--num_train_steps={STEPS}", "--num_warmup_steps=3",
             "--learning_rate=0.01", f"--save_checkpoints_steps={SAVE_EVERY}",
             "--iterations_per_loop=1", "--nojit_compile", "--alsologtostderr",
@@ -72,9 +73,9 @@ def _losses_by_run(out):
 
 @pytest.mark.slow
 def test_sigkill_resume_and_sigterm_save(tmp_path):
-    data = t.write_records(str(tmp_path / "data.tfrecord"), 64)
+    data = fixtures_pretraining.write_records(str(tmp_path / "data.tfrecord"), 64)
     config_file = str(tmp_path / "config.json")
-    AlbertConfig.from_dict(t.TINY).to_json_file(config_file)
+    AlbertConfig.from_dict(fixtures_pretraining.TINY).to_json_file(config_file)
     out = str(tmp_path / "out")
     command = _command(data, out, config_file)
 
@@ -126,12 +127,13 @@ _WORKER = textwrap.dedent("""
     import json, os, sys
     import numpy as np
     from albert_tf.training import distribute
-    from tests import test_pretraining as t
+    from tests import fixtures_pretraining
 
     data, out, task = sys.argv[1], sys.argv[2], int(sys.argv[3])
     strategy = distribute.get_strategy("multi_worker")
-    options = t.options(data, out, num_train_steps=4, save_checkpoints_steps=2)
-    runner = t.trainer(options, strategy)
+    options = fixtures_pretraining.options(data, out, num_train_steps=4,
+                                           save_checkpoints_steps=2)
+    runner = fixtures_pretraining.trainer(options, strategy)
     report = {"train": runner.train()}
     np.savez(os.path.join(out, f"weights_{task}.npz"),
              *[v.numpy() for v in runner.model.weights])
@@ -152,7 +154,7 @@ def _free_ports(count):
 
 @pytest.mark.slow
 def test_multi_worker_mirrored_two_processes(tmp_path):
-    data = t.write_records(str(tmp_path / "data.tfrecord"), 32)
+    data = fixtures_pretraining.write_records(str(tmp_path / "data.tfrecord"), 32)
     out = str(tmp_path / "out")
     workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
     procs = []

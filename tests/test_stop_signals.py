@@ -18,9 +18,9 @@ from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import pretraining
 from albert_tf.training import stop_signals
 from albert_tf.training.errors import TrainingStopped
-from tests import test_pretraining as t
+from tests import fixtures_pretraining
 
-REPO = t.REPO
+REPO = fixtures_pretraining.REPO
 
 
 class SignalAtBatch(pretraining.PretrainingTask):
@@ -56,12 +56,12 @@ def _options(data, out, **overrides):
     values = dict(num_train_steps=16, iterations_per_loop=100000,
                   save_checkpoints_steps=100000, do_eval=True)
     values.update(overrides)
-    return t.options(data, out, **values)
+    return fixtures_pretraining.options(data, out, **values)
 
 
 def _trainer(task_cls, opts, *args, strategy=None):
     keras.utils.set_random_seed(opts.seed)  # As the programs do.
-    return pretraining.Trainer(task_cls(opts, *args), opts, strategy)
+    return fixtures_pretraining.trainer(opts, strategy, task_cls(opts, *args))
 
 
 def _weights(runner):
@@ -69,7 +69,7 @@ def _weights(runner):
 
 
 def test_a_signal_ends_the_loop_after_its_step_saves_it_and_stops(tmp_path):
-    data = t.write_records(str(tmp_path / "data.tfrecord"), 40)
+    data = fixtures_pretraining.write_records(str(tmp_path / "data.tfrecord"), 40)
     out = str(tmp_path / "out")
     opts = _options(data, out)
     handler = signal.getsignal(signal.SIGTERM)
@@ -165,7 +165,7 @@ _MIRRORED = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_a_signal_stops_mirrored_replicas_compiled_with_xla(tmp_path):
-    data = t.write_records(str(tmp_path / "data.tfrecord"), 40)
+    data = fixtures_pretraining.write_records(str(tmp_path / "data.tfrecord"), 40)
     out = str(tmp_path / "out")
     done = subprocess.run(
         [sys.executable, "-c", _MIRRORED, data, out], cwd=REPO,

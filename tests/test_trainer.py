@@ -17,9 +17,9 @@ import tensorflow as tf
 from albert_tf.training import pretraining
 from albert_tf.training.errors import TrainingDivergedError
 from albert_tf.training.trainer import Trainer
-from tests import test_pretraining as t
+from tests import fixtures_pretraining
 
-REPO = t.REPO
+REPO = fixtures_pretraining.REPO
 
 # Every job, trained 2 steps under one device and under 2 mirrored replicas
 # (2 logical CPUs) from the same weights on the same global batches; prints
@@ -37,7 +37,7 @@ _SCRIPT = textwrap.dedent("""
     from albert_tf.tasks.options import ClassifierOptions, RaceOptions
     from albert_tf.tasks.options import SquadOptions
     from albert_tf.training import checkpoint, pretraining
-    from tests import tasks_testdata, test_pretraining
+    from tests import fixtures_pretraining, tasks_testdata
 
     root = sys.argv[1]
     config = AlbertConfig.from_preset(
@@ -50,7 +50,7 @@ _SCRIPT = textwrap.dedent("""
     squad1, _ = tasks_testdata.write_squad(os.path.join(root, "v1.json"))
     squad2, _ = tasks_testdata.write_squad(os.path.join(root, "v2.json"), True)
     race = tasks_testdata.write_race(os.path.join(root, "RACE"))
-    records = test_pretraining.write_records(os.path.join(root, "r.tfrecord"), 16)
+    records = fixtures_pretraining.write_records(os.path.join(root, "r.tfrecord"), 16)
     common = dict(init_checkpoint=model_dir, do_train=True, train_batch_size=2,
                   train_step=2, warmup_step=1, learning_rate=1e-2,
                   save_checkpoints_steps=2, dropout=0.0)
@@ -71,8 +71,8 @@ _SCRIPT = textwrap.dedent("""
             data_dir=race, output_dir=out, max_seq_length=40,
             max_qa_length=16, **common), s),
         "pretraining": lambda out, s: pretraining.run_pretraining(
-            test_pretraining.options(records, out, train_batch_size=8,
-                                     num_train_steps=2), s),
+            fixtures_pretraining.options(records, out, train_batch_size=8,
+                                         num_train_steps=2), s),
     }
     strategies = {"one": tf.distribute.OneDeviceStrategy("/cpu:0"),
                   "mirrored": tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])}
@@ -155,7 +155,7 @@ def test_diverging_resumed_run_stops_and_keeps_the_good_checkpoints(
     before = sorted(os.listdir(out))
     with pytest.raises(TrainingDivergedError,
                        match=r"Training diverged at step \d+: .*ckpt-4, is kept"):
-        pretraining.run_pretraining(t.options(
+        pretraining.run_pretraining(fixtures_pretraining.options(
             data, out, num_train_steps=40, learning_rate=1e6,
             keep_checkpoint_max=2))
     assert sorted(os.listdir(out)) == before
@@ -172,7 +172,8 @@ def test_diverging_cli_run_says_one_line_and_exits_nonzero(healthy_copy):
         [sys.executable, "-m", "albert_tf.run_pretraining",
          f"--input_file={data}", f"--output_dir={out}",
          f"--albert_config_file={config}", "--train_batch_size=8",
-         f"--max_seq_length={t.L}", f"--max_predictions_per_seq={t.P}",
+         f"--max_seq_length={fixtures_pretraining.L}",
+         f"--max_predictions_per_seq={fixtures_pretraining.P}",
          "--num_train_steps=40", "--num_warmup_steps=1",
          "--learning_rate=1e6", "--save_checkpoints_steps=2",
          "--iterations_per_loop=2", "--keep_checkpoint_max=2"],
@@ -189,20 +190,20 @@ def test_resuming_with_another_config_is_refused_with_the_difference(
         healthy_copy):
     data, out = healthy_copy
     saved = open(os.path.join(out, "albert_config.json")).read()
-    other = dict(t.TINY, num_hidden_layers=6)
+    other = dict(fixtures_pretraining.TINY, num_hidden_layers=6)
     from albert_tf import AlbertConfig
 
     with pytest.raises(ValueError, match=r"num_hidden_layers: 2 saved, 6 now"):
-        pretraining.run_pretraining(t.options(
+        pretraining.run_pretraining(fixtures_pretraining.options(
             data, out, num_train_steps=6, config=AlbertConfig.from_dict(other)))
     assert open(os.path.join(out, "albert_config.json")).read() == saved
 
 
 def test_evaluation_only_run_with_a_relative_output_dir(tmp_path, monkeypatch):
-    data = t.write_records(str(tmp_path / "data.tfrecord"), 40)
+    data = fixtures_pretraining.write_records(str(tmp_path / "data.tfrecord"), 40)
     monkeypatch.chdir(tmp_path)
-    pretraining.run_pretraining(t.options(data, "pt/evalrel"))
-    report = pretraining.run_pretraining(t.options(
+    pretraining.run_pretraining(fixtures_pretraining.options(data, "pt/evalrel"))
+    report = pretraining.run_pretraining(fixtures_pretraining.options(
         data, "pt/evalrel", do_train=False, do_eval=True))
     assert [r["checkpoint"] for r in report["eval_results"]] == [
         "ckpt-2", "ckpt-4"]
@@ -210,11 +211,11 @@ def test_evaluation_only_run_with_a_relative_output_dir(tmp_path, monkeypatch):
 
 
 def test_eval_batch_larger_than_the_eval_set_is_refused(tmp_path):
-    data = t.write_records(str(tmp_path / "data.tfrecord"), 40)
-    small = t.write_records(str(tmp_path / "eval.tfrecord"), 5)
+    data = fixtures_pretraining.write_records(str(tmp_path / "data.tfrecord"), 40)
+    small = fixtures_pretraining.write_records(str(tmp_path / "eval.tfrecord"), 5)
     with pytest.raises(ValueError, match="fewer than one batch of "
                        "eval_batch_size=8"):
-        pretraining.run_pretraining(t.options(
+        pretraining.run_pretraining(fixtures_pretraining.options(
             data, str(tmp_path / "out"), eval_input_file=small, do_eval=True))
     # Refused before training: no checkpoint was written.
     assert not os.path.exists(str(tmp_path / "out" / "checkpoint"))
@@ -239,7 +240,7 @@ def test_a_full_disk_while_saving_is_one_line_and_keeps_the_checkpoints(
         out = str(mount / "run")
         with pytest.raises(OSError, match=r"Could not write the checkpoint of "
                            r"step \d+ in .*ckpt-2, is kept"):
-            pretraining.run_pretraining(t.options(
+            pretraining.run_pretraining(fixtures_pretraining.options(
                 data, out, num_train_steps=8, keep_checkpoint_max=5))
         assert tf.train.latest_checkpoint(out).endswith("ckpt-2")
         assert _all_finite(os.path.join(out, "ckpt-2"))

@@ -16,7 +16,7 @@ from albert_tf.tasks.options import ClassifierOptions
 from albert_tf.training import baselines
 from albert_tf.training import results
 from foundation import progress
-from tests import test_pretraining as t
+from tests import fixtures_pretraining
 
 
 def _mrpc(folder, rows):
@@ -143,10 +143,11 @@ def test_glue_metrics_come_with_the_majority_class_baseline():
 
 
 def test_pretraining_evaluation_is_beside_its_baselines(tmp_path, monkeypatch):
-    data = t.write_records(str(tmp_path / "data.tfrecord"), 24)
+    data = fixtures_pretraining.write_records(str(tmp_path / "data.tfrecord"), 24)
     lines = _timed_lines(monkeypatch)
     out = str(tmp_path / "out")
-    t.trainer(t.options(data, out, num_train_steps=2, do_eval=True)).train()
+    fixtures_pretraining.trainer(fixtures_pretraining.options(
+        data, out, num_train_steps=2, do_eval=True)).train()
     (result,) = results.read_eval_results(os.path.join(out,
                                                        results.EVAL_RESULTS))
     # The most frequent masked piece of the evaluated records, counted here.

@@ -12,7 +12,7 @@ from albert_tf.training import xla_autotune
 from albert_tf.training.options import PretrainingOptions
 from albert_tf.training.options import parse_jit_compile
 from foundation import flag_options as options_lib
-from tests import test_pretraining as t
+from tests import fixtures_pretraining
 
 
 @pytest.mark.parametrize("value, expected", [
@@ -65,7 +65,7 @@ def test_auto_takes_the_device_rule_and_records_it_for_the_run(
 
 
 def _options(out, jit_compile):
-    return t.options("unused", out, jit_compile=jit_compile)
+    return fixtures_pretraining.options("unused", out, jit_compile=jit_compile)
 
 
 def test_auto_reuses_the_runs_recorded_choice_whatever_the_device(tmp_path):
@@ -105,8 +105,9 @@ def test_an_earlier_timed_record_is_read_as_the_runs_choice(tmp_path):
 
 
 def test_an_explicit_choice_compiles_one_way_only(tmp_path):
-    data = t.write_records(str(tmp_path / "train.tfrecord"), 16)
+    data = fixtures_pretraining.write_records(str(tmp_path / "train.tfrecord"), 16)
     out = str(tmp_path / "out")
-    runner = t.trainer(t.options(data, out, jit_compile=False))
+    runner = fixtures_pretraining.trainer(
+        fixtures_pretraining.options(data, out, jit_compile=False))
     runner.train()
     assert set(runner._train_loops) == {False}

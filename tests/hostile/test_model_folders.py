@@ -13,7 +13,7 @@ import os
 import pytest
 
 from albert_tf import AlbertConfig
-from tests import test_pretraining as pretraining_data
+from tests import fixtures_pretraining
 from tests.hostile.common import Snapshot
 from tests.hostile.common import assert_one_line_error
 from tests.hostile.common import run_program
@@ -22,8 +22,8 @@ from tests.hostile.common import run_program
 def _flags(data, out, config, *extra):
     return [f"--input_file={data}", f"--output_dir={out}",
             f"--albert_config_file={config}", "--train_batch_size=8",
-            f"--max_seq_length={pretraining_data.L}",
-            f"--max_predictions_per_seq={pretraining_data.P}",
+            f"--max_seq_length={fixtures_pretraining.L}",
+            f"--max_predictions_per_seq={fixtures_pretraining.P}",
             "--num_train_steps=2", "--num_warmup_steps=1",
             "--save_checkpoints_steps=2", "--nojit_compile", *extra]
 
@@ -31,10 +31,10 @@ def _flags(data, out, config, *extra):
 @pytest.fixture
 def inputs(tmp_path, spm_model_path):
     """Records, a config of the vocabulary's size, and a copy of it."""
-    data = pretraining_data.write_records(str(tmp_path / "r.tfrecord"), 16,
-                                          vocab=400)
+    data = fixtures_pretraining.write_records(str(tmp_path / "r.tfrecord"),
+                                              16, vocab=400)
     config = str(tmp_path / "config.json")
-    AlbertConfig.from_dict(dict(pretraining_data.TINY,
+    AlbertConfig.from_dict(dict(fixtures_pretraining.TINY,
                                 vocab_size=512)).to_json_file(config)
     vocabulary = tmp_path / "spm.model"
     with open(spm_model_path, "rb") as f:

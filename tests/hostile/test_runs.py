@@ -15,7 +15,7 @@ import time
 import pytest
 
 from albert_tf import AlbertConfig
-from tests import test_pretraining as pretraining_data
+from tests import fixtures_pretraining
 from tests.hostile.common import Snapshot
 from tests.hostile.common import assert_one_line_error
 from tests.hostile.common import error_lines
@@ -136,14 +136,14 @@ def test_sigterm_stops_a_classifier_in_its_loop_and_the_command_resumes(
 @pytest.mark.slow
 def test_sigint_stops_pretraining_in_its_loop_and_auto_keeps_its_choice(
         tmp_path):
-    data = pretraining_data.write_records(str(tmp_path / "r.tfrecord"), 64)
+    data = fixtures_pretraining.write_records(str(tmp_path / "r.tfrecord"), 64)
     config = str(tmp_path / "config.json")
-    AlbertConfig.from_dict(pretraining_data.TINY).to_json_file(config)
+    AlbertConfig.from_dict(fixtures_pretraining.TINY).to_json_file(config)
     out = str(tmp_path / "out")
     flags = [f"--input_file={data}", f"--output_dir={out}",
              f"--albert_config_file={config}", "--train_batch_size=8",
-             f"--max_seq_length={pretraining_data.L}",
-             f"--max_predictions_per_seq={pretraining_data.P}",
+             f"--max_seq_length={fixtures_pretraining.L}",
+             f"--max_predictions_per_seq={fixtures_pretraining.P}",
              "--num_train_steps=100000", "--num_warmup_steps=10",
              "--learning_rate=1e-3", "--do_eval", "--eval_batch_size=8",
              "--max_eval_steps=2", *ENDLESS]
@@ -171,16 +171,16 @@ def test_sigint_stops_pretraining_in_its_loop_and_auto_keeps_its_choice(
 
 @pytest.mark.slow
 def test_records_rebuilt_under_the_same_name_are_refused_on_resume(tmp_path):
-    data = pretraining_data.write_records(str(tmp_path / "r.tfrecord"), 32)
+    data = fixtures_pretraining.write_records(str(tmp_path / "r.tfrecord"), 32)
     config = str(tmp_path / "config.json")
-    AlbertConfig.from_dict(pretraining_data.TINY).to_json_file(config)
+    AlbertConfig.from_dict(fixtures_pretraining.TINY).to_json_file(config)
     out = str(tmp_path / "out")
 
     def flags(steps):
         return [f"--input_file={data}", f"--output_dir={out}",
                 f"--albert_config_file={config}", "--train_batch_size=8",
-                f"--max_seq_length={pretraining_data.L}",
-                f"--max_predictions_per_seq={pretraining_data.P}",
+                f"--max_seq_length={fixtures_pretraining.L}",
+                f"--max_predictions_per_seq={fixtures_pretraining.P}",
                 f"--num_train_steps={steps}", "--num_warmup_steps=1",
                 "--save_checkpoints_steps=2", "--iterations_per_loop=2",
                 "--nojit_compile"]
@@ -188,7 +188,7 @@ def test_records_rebuilt_under_the_same_name_are_refused_on_resume(tmp_path):
     done = run_program("albert_tf.run_pretraining", *flags(2))
     assert done.returncode == 0, done.stderr[-3000:]
     # Rebuilt with another vocabulary: the same name, other records.
-    pretraining_data.write_records(data, 32, seed=1, vocab=600)
+    fixtures_pretraining.write_records(data, 32, seed=1, vocab=600)
     snapshot = Snapshot(out, data)
     refused = run_program("albert_tf.run_pretraining", *flags(4))
     line = assert_one_line_error(refused, "--input_file: the content changed",

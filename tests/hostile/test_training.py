@@ -27,15 +27,15 @@ from tests.hostile.common import run_program
 from tests.hostile.common import start_program
 
 PROGRAM = "albert_tf.run_pretraining"
-L, P = 32, 5  # The records' shape (tests/test_pretraining.py's).
+L, P = 32, 5  # The records' shape (tests/fixtures_pretraining.py's).
 
 
 def _tiny_config(folder):
     """An albert_config.json of the 2-layer tiny model (no dropout)."""
-    from tests import test_pretraining as t
+    from tests import fixtures_pretraining
     path = os.path.join(folder, "albert_config.json")
     with open(path, "w", encoding="utf-8") as f:
-        json.dump(t.TINY, f)
+        json.dump(fixtures_pretraining.TINY, f)
     return path
 
 
@@ -131,20 +131,21 @@ def test_a_second_run_into_a_locked_output_names_the_holders_pid(tmp_path):
 def _library_run(data, out, **overrides):
     """`run_pretraining` (the program's library entry) on the tiny model."""
     from albert_tf.training import pretraining
-    from tests import test_pretraining as t
-    return pretraining.run_pretraining(t.options(data, out, **overrides))
+    from tests import fixtures_pretraining
+    return pretraining.run_pretraining(
+        fixtures_pretraining.options(data, out, **overrides))
 
 
 def _shards(folder, count, present, unfinished=()):
     """Writes shards `present` of a `-of-<count>` set (tiny records), and
     `unfinished` ones under the old unfinished name (`NAME.incomplete`)."""
-    from tests import test_pretraining as t
+    from tests import fixtures_pretraining
     os.makedirs(folder, exist_ok=True)
     for index in list(present) + list(unfinished):
         name = f"train.tfrecord-{index:05d}-of-{count:05d}"
         if index in unfinished:
             name += ".incomplete"
-        t.write_records(os.path.join(folder, name), 16, seed=index)
+        fixtures_pretraining.write_records(os.path.join(folder, name), 16, seed=index)
     return os.path.join(folder, "train.tfrecord-*")
 
 
@@ -235,10 +236,10 @@ def test_evaluation_results_are_kept_in_step_order_whatever_the_file_order(
 def finished_run(tmp_path_factory):
     """Records, a config and a finished 4-step run of the program
     (`ckpt-2`, `ckpt-4`, evaluated, best/), made once; cases copy it."""
-    from tests import test_pretraining as t
+    from tests import fixtures_pretraining
     root = tmp_path_factory.mktemp("hostile_training")
-    data = t.write_records(str(root / "data.tfrecord"), 48)
-    other = t.write_records(str(root / "other.tfrecord"), 48, seed=7)
+    data = fixtures_pretraining.write_records(str(root / "data.tfrecord"), 48)
+    other = fixtures_pretraining.write_records(str(root / "other.tfrecord"), 48, seed=7)
     config = _tiny_config(str(root))
     out = str(root / "run")
     result = run_program(PROGRAM, *_flags(data, out, config, "--do_eval"))
