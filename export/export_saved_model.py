@@ -14,6 +14,7 @@ import os
 
 from absl import logging
 
+from albert_tf.training import model_dir
 from export.options import ExportOptions
 from export.options import check_model_name
 from foundation import flag_options
@@ -43,8 +44,8 @@ def check_options(options):
             os.path.isdir(checkpoint) or os.path.exists(checkpoint + ".index")):
         raise FileNotFoundError(f"--checkpoint={checkpoint}: no checkpoint "
                                 "folder or prefix (PREFIX.index) there")
-    for flag, name in (("albert_config_file", "albert_config.json"),
-                       ("spm_model_file", "spm.model")):
+    for flag, name in (("albert_config_file", model_dir.CONFIG_NAME),
+                       ("spm_model_file", model_dir.SPM_NAME)):
         path = getattr(options, flag)
         if path is None:
             path = _in_model_folder(checkpoint, name, flag)
@@ -55,11 +56,10 @@ def check_options(options):
 
 
 def _in_model_folder(checkpoint, name, flag):
-    """`name` in the model folder of `--checkpoint` (a folder, or the
-    folder of a prefix): a training run's folder and its `best/` hold the
-    config and the vocabulary beside the checkpoint."""
-    folder = (checkpoint if "://" in checkpoint or os.path.isdir(checkpoint)
-              else os.path.dirname(checkpoint))
+    """`name` in the model folder of `--checkpoint`
+    (`model_dir.model_folder`): a training run's folder and its `best/`
+    hold the config and the vocabulary beside the checkpoint."""
+    folder = model_dir.model_folder(checkpoint)
     path = os.path.join(folder, name)
     if "://" not in path and not os.path.isfile(path):
         raise FileNotFoundError(

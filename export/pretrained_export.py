@@ -12,11 +12,9 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.config import AlbertConfig
+from albert_tf.convert import pretrained
 from albert_tf.layers import preprocessing
 from albert_tf.models import serving_copy
-from albert_tf.models.pretrainer import AlbertPretrainer
-from albert_tf.training import checkpoint as checkpoint_lib
 from data_prep import vocab
 from export import layout
 from export import litert
@@ -241,9 +239,14 @@ def export_from_checkpoint(checkpoint, albert_config_file, spm_model_file,
                            export_dir, **kwargs):
     """Restores a checkpoint and exports it (see `export_pretrainer`).
 
+    The checkpoint is read by `pretrained.load_albert_tf`, the loader that
+    `albert_tf.load_pretrained` uses for this project's checkpoints (a
+    model folder, a training run's folder or its `best/`, a prefix); other
+    formats are converted first (`python -m albert_tf.convert_checkpoint`).
+
     Args:
         checkpoint: a checkpoint prefix or a directory (see
-            `albert_tf.training.checkpoint.restore_model`).
+            `albert_tf.training.model_dir.resolve_checkpoint`).
         albert_config_file: the model's `albert_config.json`.
         spm_model_file: its SentencePiece model.
         export_dir: TF Serving base folder.
@@ -256,12 +259,10 @@ def export_from_checkpoint(checkpoint, albert_config_file, spm_model_file,
         FileNotFoundError: a missing config, SentencePiece model or checkpoint.
         ValueError: see `export_pretrainer`.
     """
-    config = AlbertConfig.from_json_file(albert_config_file)
     if not tf.io.gfile.exists(spm_model_file):
         raise FileNotFoundError(
             "No SentencePiece model at %r" % (spm_model_file,))
     spm_model_proto = _read_bytes(spm_model_file)
-    pretrainer = AlbertPretrainer(config)
-    prefix = checkpoint_lib.restore_model(pretrainer, checkpoint)
-    logging.info("Restored %s", prefix)
+    pretrainer = pretrained.load_albert_tf(checkpoint,
+                                           config_file=albert_config_file)
     return export_pretrainer(pretrainer, spm_model_proto, export_dir, **kwargs)

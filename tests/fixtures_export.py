@@ -43,7 +43,7 @@ def exported_albert(tmp_path_factory, spm_model_path):
 
     from albert_tf import AlbertConfig
     from albert_tf import AlbertPretrainer
-    from albert_tf.training import checkpoint
+    from albert_tf.training import model_dir as model_dir_lib
     from export import export_saved_model
     from export import pretrained_export
     from export.options import ExportOptions
@@ -59,7 +59,7 @@ def exported_albert(tmp_path_factory, spm_model_path):
         v.assign(rng.normal(scale=0.2, size=v.shape).astype("float32"))
     root = tmp_path_factory.mktemp("export")
     model_dir = str(root / "model")
-    checkpoint.save_model_dir(pretrainer, model_dir, spm_model_file=spm_model_path)
+    model_dir_lib.save_model_dir(pretrainer, model_dir, spm_model_file=spm_model_path)
     export_dir = str(root / "serving")
     argv = ["export_saved_model", "--checkpoint=" + model_dir,
             "--albert_config_file=" + model_dir + "/albert_config.json",

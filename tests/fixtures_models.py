@@ -124,13 +124,13 @@ def tiny_model_dir(tmp_path_factory):
     the tasks' vocabulary, for the fine-tuning programs' runs."""
     from albert_tf import AlbertConfig
     from albert_tf import AlbertPretrainer
-    from albert_tf.training import checkpoint as checkpoint_lib
+    from albert_tf.training import model_dir
     from tests import tasks_testdata
 
     config = AlbertConfig.from_preset("tiny", vocab_size=600,
                                       num_hidden_layers=2,
                                       max_position_embeddings=64)
     folder = str(tmp_path_factory.mktemp("pretrained"))
-    checkpoint_lib.save_model_dir(AlbertPretrainer(config), folder,
-                                  tasks_testdata.spm_model_path())
+    model_dir.save_model_dir(AlbertPretrainer(config), folder,
+                             tasks_testdata.spm_model_path())
     return folder

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from albert_tf.convert import safetensors_io
-from albert_tf.training import checkpoint
+from albert_tf.training import model_dir
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -22,7 +22,7 @@ def test_cli_converts_and_reports_bad_inputs(tmp_path, random_pretrainer,
                                             assert_same_model, albert_spm_model):
     model = random_pretrainer(num_hidden_groups=2, inner_group_num=2)
     ours = str(tmp_path / "ours")
-    checkpoint.save_model_dir(model, ours, spm_model_file=albert_spm_model)
+    model_dir.save_model_dir(model, ours, spm_model_file=albert_spm_model)
     hf = str(tmp_path / "hf")
     result = _cli("--source=albert_tf", f"--input={ours}", f"--output_dir={hf}",
                   "--target=huggingface")

@@ -13,7 +13,7 @@ from albert_tf.convert import safetensors_io
 from albert_tf.convert import weight_set
 from albert_tf.convert.pretrained import convert_checkpoint
 from albert_tf.convert.pretrained import load_pretrained
-from albert_tf.training import checkpoint
+from albert_tf.training import model_dir
 
 _CONFIGS = {
     "groups_2_inner_2": dict(num_hidden_groups=2, inner_group_num=2),
@@ -28,7 +28,7 @@ def test_round_trip_through_hugging_face(tmp_path, random_pretrainer,
                                          overrides):
     model = random_pretrainer(**overrides)
     ours = str(tmp_path / "ours")
-    checkpoint.save_model_dir(model, ours, spm_model_file=albert_spm_model)
+    model_dir.save_model_dir(model, ours, spm_model_file=albert_spm_model)
     hf = str(tmp_path / "hf")
     convert_checkpoint(ours, hf, source="albert_tf", target="huggingface")
     assert sorted(os.listdir(hf)) == [

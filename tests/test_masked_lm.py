@@ -14,8 +14,8 @@ from albert_tf import AlbertConfig
 from albert_tf import AlbertEncoder
 from albert_tf.layers import preprocessing
 from albert_tf.tasks.masked_lm import AlbertMaskedLM
-from albert_tf.training import checkpoint
 from albert_tf.training import lamb
+from albert_tf.training import model_dir
 from data_prep import ngram_masking
 from data_prep import vocab
 from export import finetuned_exports as export_tasks
@@ -187,8 +187,8 @@ def test_from_a_pretrained_directory_keeps_the_mlm_head(
         albert_spm_model, tmp_path, random_pretrainer):
     pretrainer = random_pretrainer()
     directory = str(tmp_path / "pretrained")
-    checkpoint.save_model_dir(pretrainer, directory,
-                              spm_model_file=albert_spm_model)
+    model_dir.save_model_dir(pretrainer, directory,
+                             spm_model_file=albert_spm_model)
     model = AlbertMaskedLM(directory, seq_length=16)
     assert model.pretrainer.mlm_head.decoder_table is model.encoder.word_embeddings
     for mine, theirs in zip(model.pretrainer.weights, pretrainer.weights):

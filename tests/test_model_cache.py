@@ -32,7 +32,7 @@ import pytest
 from albert_tf.convert import model_cache
 from albert_tf.convert import pretrained
 from albert_tf.convert import released
-from albert_tf.training import checkpoint
+from albert_tf.training import model_dir
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -157,7 +157,7 @@ def tiny_release(tmp_path_factory, albert_spm_model):
     for v in model.weights:
         v.assign(rng.normal(scale=0.3, size=v.shape).astype("float32"))
     root = tmp_path_factory.mktemp("release")
-    checkpoint.save_model_dir(model, str(root / "ours"), albert_spm_model)
+    model_dir.save_model_dir(model, str(root / "ours"), albert_spm_model)
     pretrained.convert_checkpoint(str(root / "ours"), str(root / "tf1"),
                                   target="tf1")
     pretrained.convert_checkpoint(str(root / "ours"), str(root / "hf"),
@@ -571,7 +571,7 @@ def test_albert_base_v2_from_a_mirror_equals_the_unpacked_folder(
     from albert_tf import AlbertPretrainer
 
     model = AlbertPretrainer(AlbertConfig.from_preset("albert_base_v2"))
-    checkpoint.save_model_dir(model, str(tmp_path / "ours"), albert_spm_model)
+    model_dir.save_model_dir(model, str(tmp_path / "ours"), albert_spm_model)
     pretrained.convert_checkpoint(str(tmp_path / "ours"), str(tmp_path / "tf1"),
                                   target="tf1")
     server.files["/albert_base_v2.tar.gz"] = _tar(str(tmp_path / "tf1"))

@@ -10,7 +10,7 @@ from albert_tf.convert.pretrained import convert_checkpoint
 from albert_tf.convert.pretrained import detect_format
 from albert_tf.convert.pretrained import load_pretrained
 from albert_tf.convert.pretrained import spm_model_path
-from albert_tf.training import checkpoint
+from albert_tf.training import model_dir
 
 
 @pytest.fixture
@@ -18,7 +18,7 @@ def saved(tmp_path, random_pretrainer, albert_spm_model):
     """A model of this project saved as a model directory, and the model."""
     model = random_pretrainer(num_hidden_groups=2, inner_group_num=2)
     directory = str(tmp_path / "ours")
-    checkpoint.save_model_dir(model, directory, spm_model_file=albert_spm_model)
+    model_dir.save_model_dir(model, directory, spm_model_file=albert_spm_model)
     return directory, model
 
 
@@ -81,7 +81,7 @@ def test_sharing_ablations_copy_within_this_project_only(
         tmp_path, random_pretrainer, assert_same_model, albert_spm_model):
     model = random_pretrainer(share="attention")
     ours = str(tmp_path / "ours")
-    checkpoint.save_model_dir(model, ours)
+    model_dir.save_model_dir(model, ours)
     convert_checkpoint(ours, str(tmp_path / "copy"))
     assert_same_model(model, load_pretrained(str(tmp_path / "copy")))
     with pytest.raises(ValueError, match="share='attention'"):
@@ -94,7 +94,7 @@ def test_huggingface_target_without_a_vocabulary_is_refused_first(
         tmp_path, random_pretrainer):
     """No tokenizer files would be written: refused before any work."""
     ours = str(tmp_path / "ours")
-    checkpoint.save_model_dir(random_pretrainer(), ours)
+    model_dir.save_model_dir(random_pretrainer(), ours)
     with pytest.raises(ValueError, match="no SentencePiece model comes with "
                        "--input: pass --spm_model_file") as error:
         convert_checkpoint(ours, str(tmp_path / "hf"), target="huggingface")

@@ -19,8 +19,8 @@ from albert_tf.models.task_models import AlbertMultipleChoice
 from albert_tf.models.task_models import AlbertSpanExtractor
 from albert_tf.tasks.masked_lm import AlbertMaskedLM
 from albert_tf.tasks.text_models import AlbertTextClassifier
-from albert_tf.training import checkpoint
 from albert_tf.training import lamb
+from albert_tf.training import model_dir
 from export import finetuned_exports as export_tasks
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -111,8 +111,8 @@ def test_export_serves_in_a_fresh_process(albert_spm_model, tmp_path):
 def test_from_a_pretrained_directory(albert_spm_model, tmp_path, random_pretrainer):
     pretrainer = random_pretrainer()
     directory = str(tmp_path / "pretrained")
-    checkpoint.save_model_dir(pretrainer, directory,
-                              spm_model_file=albert_spm_model)
+    model_dir.save_model_dir(pretrainer, directory,
+                             spm_model_file=albert_spm_model)
     model = AlbertTextClassifier(directory, 2, seq_length=16)
     for mine, theirs in zip(model.encoder.weights, pretrainer.encoder.weights):
         np.testing.assert_array_equal(mine.numpy(), theirs.numpy())

@@ -10,7 +10,7 @@ from albert_tf.convert import tf1
 from albert_tf.convert import weight_set
 from albert_tf.convert.pretrained import convert_checkpoint
 from albert_tf.convert.pretrained import load_pretrained
-from albert_tf.training import checkpoint
+from albert_tf.training import model_dir
 
 _CONFIGS = {
     "groups_2_inner_2": dict(num_hidden_groups=2, inner_group_num=2),
@@ -96,7 +96,7 @@ def test_round_trip_through_the_official_format(
         overrides):
     model = random_pretrainer(**overrides)
     ours = str(tmp_path / "ours")
-    checkpoint.save_model_dir(model, ours, spm_model_file=albert_spm_model)
+    model_dir.save_model_dir(model, ours, spm_model_file=albert_spm_model)
     official = str(tmp_path / "official")
     convert_checkpoint(ours, official, source="albert_tf", target="tf1")
     assert sorted(os.listdir(official)) == [
@@ -168,12 +168,12 @@ def test_a_release_without_heads_loads_with_fresh_heads(tmp_path, random_pretrai
 
 def test_refuses_what_the_official_format_cannot_express(tmp_path, random_pretrainer):
     ours = str(tmp_path / "ours")
-    checkpoint.save_model_dir(random_pretrainer(share="ffn"), ours)
+    model_dir.save_model_dir(random_pretrainer(share="ffn"), ours)
     with pytest.raises(names.UnsupportedConfigError, match="share='ffn'"):
         convert_checkpoint(ours, str(tmp_path / "out"), target="tf1")
     _assert_nothing_written(str(tmp_path), "out")
-    checkpoint.save_model_dir(random_pretrainer(layer_norm_epsilon=1e-6),
-                              str(tmp_path / "eps"))
+    model_dir.save_model_dir(random_pretrainer(layer_norm_epsilon=1e-6),
+                             str(tmp_path / "eps"))
     with pytest.raises(names.UnsupportedConfigError, match="1e-12"):
         convert_checkpoint(str(tmp_path / "eps"), str(tmp_path / "out"),
                            target="tf1")

@@ -387,9 +387,10 @@ def _tensor_shapes(folder):
     if os.path.isfile(safetensors):
         return _safetensors_shapes(safetensors)
     from albert_tf.convert import tf1
+    from albert_tf.training import model_dir
 
     try:
-        prefix = tf1.find_checkpoint(folder)
+        prefix = model_dir.resolve_checkpoint(folder, release=True)
         shapes = tf1.checkpoint_names(prefix)
     except Exception:  # noqa: BLE001 - no checkpoint, or not readable
         return None

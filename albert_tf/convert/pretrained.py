@@ -2,7 +2,7 @@
 
 Formats (`FORMATS`):
 
-- `albert_tf`: this project's model directory (`albert_tf.training.checkpoint`).
+- `albert_tf`: this project's model directory (`albert_tf.training.model_dir`).
 - `tf1`: an official TF1 release directory, a TF-Hub module directory or a
   checkpoint prefix (`albert_tf.convert.tf1`).
 - `huggingface`: a Hugging Face directory (`albert_tf.convert.huggingface`).
@@ -12,7 +12,8 @@ Every conversion goes through the canonical form (official TF1 names and
 layouts, `albert_tf.convert.weight_set.Weights`), so any source can be written as
 any target: `albert_tf`, `tf1` or `huggingface`. `load_pretrained` is the one
 loader of weights from disk: the fine-tuning jobs, the text models and the
-converter read every format through it.
+converter read every format through it, and export reads this project's
+checkpoints through `load_albert_tf`, its branch for that format.
 """
 
 import contextlib
@@ -37,6 +38,7 @@ from albert_tf.convert.options import FORMATS
 from albert_tf.convert.options import TARGETS
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.training import checkpoint
+from albert_tf.training import model_dir
 from albert_tf.training import results
 from foundation import safe_io
 
@@ -97,7 +99,7 @@ def _formats_in(path):
                                 huggingface.PYTORCH_NAME)):
             found.append("huggingface")
     try:
-        prefix = tf1.find_checkpoint(path)
+        prefix = model_dir.resolve_checkpoint(path, release=True)
     except FileNotFoundError:
         prefix = None
     if prefix:
@@ -110,7 +112,7 @@ def _checkpoint_format(prefix):
     project's key, else `tf1`."""
     variables = tf1.checkpoint_names(prefix)
     if "_CHECKPOINTABLE_OBJECT_GRAPH" in variables and any(
-            n.startswith(checkpoint.MODEL_KEY + "/") for n in variables):
+            n.startswith(model_dir.MODEL_KEY + "/") for n in variables):
         return "albert_tf"
     return "tf1"
 
@@ -148,12 +150,12 @@ def read_weights(path, source=None, config_file=None):
         return huggingface.read(path)
     if source == "keras_hub":
         return keras_hub.read(path)
-    model = _load_albert_tf(path, config_file=config_file)
+    model = load_albert_tf(path, config_file=config_file)
     report = weight_set.ConversionReport(source=f"albert_tf model directory {path}")
     tensors = weight_set.model_to_official(model)
     report.mapped = [(name, name, tuple(v.shape), "copy")
                      for name, v in tensors.items()]
-    spm = checkpoint.find_in_model_dir(path, [checkpoint.SPM_NAME])
+    spm = model_dir.find_in_model_dir(path, [model_dir.SPM_NAME])
     return weight_set.Weights(model.config, tensors, spm, report)
 
 
@@ -194,8 +196,8 @@ def write_weights(weights, directory, target):
         huggingface.write(weights, directory)
     else:
         model = model_from_weights(weights)
-        checkpoint.save_model_dir(model, directory,
-                                  spm_model_file=weights.spm_model_file)
+        model_dir.save_model_dir(model, directory,
+                                 spm_model_file=weights.spm_model_file)
 
 
 @contextlib.contextmanager
@@ -300,9 +302,9 @@ def _convert(input_path, output_dir, source, target, config_file, overwrite,
                                 input_path=input_path) as tmp:
         if source == "albert_tf" and target == "albert_tf":
             # Any sharing mode: no canonical form needed.
-            model = _load_albert_tf(input_path, config_file=config_file)
+            model = load_albert_tf(input_path, config_file=config_file)
             _check_vocabulary(vocabulary, found_in, model.config)
-            checkpoint.save_model_dir(model, tmp, vocabulary)
+            model_dir.save_model_dir(model, tmp, vocabulary)
             report = weight_set.ConversionReport(
                 source=f"albert_tf model directory {input_path}",
                 mapped=[(v.path, v.path, tuple(v.shape), "copy")
@@ -412,7 +414,7 @@ def _run_record(path):
     """The run record (`albert_run.json`) of the training run that `path`
     (its folder, `best/` in it, or a checkpoint prefix) belongs to, and its
     path; `(None, None)` when there is none."""
-    folder = os.path.abspath(checkpoint.model_folder(path))
+    folder = os.path.abspath(model_dir.model_folder(path))
     candidates = [folder]
     if os.path.basename(folder) == results.BEST_DIR:
         candidates.append(os.path.dirname(folder))
@@ -459,7 +461,7 @@ def run_vocabulary(path):
     settings = record["settings"]
     init = settings.get("--init_checkpoint")
     if isinstance(init, str) and os.path.exists(
-            checkpoint.model_folder(init)):
+            model_dir.model_folder(init)):
         try:
             found = spm_model_path(init)
         except (OSError, ValueError):  # no longer a model folder
@@ -605,11 +607,11 @@ def load_pretrained(path, dtype=None, config_file=None, fetch_from=None):
     import tempfile
 
     from albert_tf import AlbertConfig, AlbertPretrainer, load_pretrained
-    from albert_tf.training import checkpoint
+    from albert_tf.training import model_dir
 
     folder = tempfile.mkdtemp()  # a model folder: albert_config.json, a checkpoint
-    checkpoint.save_model_dir(AlbertPretrainer(AlbertConfig.from_preset("tiny")),
-                              folder)
+    model_dir.save_model_dir(AlbertPretrainer(AlbertConfig.from_preset("tiny")),
+                             folder)
     model = load_pretrained(folder)  # also an official TF1 release, a Hugging
     print(type(model).__name__)      # Face folder, a keras-hub preset, a name
     ```
@@ -617,7 +619,7 @@ def load_pretrained(path, dtype=None, config_file=None, fetch_from=None):
     path = local_model_path(path, fetch_from)
     source = detect_format(path)
     if source == "albert_tf":
-        return _load_albert_tf(path, dtype, config_file)
+        return load_albert_tf(path, dtype, config_file)
     return model_from_weights(read_weights(path, source, config_file), dtype)
 
 
@@ -648,18 +650,31 @@ def restore_into(model, path):
     return f"{path} ({source})"
 
 
-def _load_albert_tf(path, dtype=None, config_file=None):
+def load_albert_tf(path, dtype=None, config_file=None):
     """This project's checkpoint at `path` (a model directory, a training
-    run's folder or a checkpoint prefix) in a new `AlbertPretrainer`."""
-    config_file = config_file or checkpoint.find_in_model_dir(
-        path, [checkpoint.CONFIG_NAME])
+    run's folder or a checkpoint prefix) in a new `AlbertPretrainer`: what
+    `load_pretrained` does for this format, and how export reads a
+    checkpoint.
+
+    Args:
+        path: the folder or prefix (`model_dir.resolve_checkpoint`).
+        dtype: optional dtype policy.
+        config_file: the model's config; default: the `albert_config.json`
+            in the model folder.
+
+    Raises:
+        FileNotFoundError: no config, or no checkpoint.
+        ValueError: the checkpoint does not fit the config (one line).
+    """
+    config_file = config_file or model_dir.find_in_model_dir(
+        path, [model_dir.CONFIG_NAME])
     if config_file is None:
         raise FileNotFoundError(
-            f"No {checkpoint.CONFIG_NAME} next to the checkpoint: pass the "
+            f"No {model_dir.CONFIG_NAME} next to the checkpoint: pass the "
             f"model's config. Received: path={path!r}")
     model = AlbertPretrainer(AlbertConfig.from_json_file(config_file),
                              dtype=dtype)
-    checkpoint.restore_model(model, path)
+    logging.info("Restored %s", checkpoint.restore_model(model, path))
     return model
 
 
@@ -675,15 +690,16 @@ def spm_model_path(path, source=None):
     path = local_model_path(path)
     source = source or detect_format(path)
     if source == "tf1":
-        return tf1.find_spm_model(checkpoint.model_folder(path))
-    return checkpoint.find_in_model_dir(path, {
-        "albert_tf": [checkpoint.SPM_NAME],
+        return model_dir.find_release_spm(path)
+    return model_dir.find_in_model_dir(path, {
+        "albert_tf": [model_dir.SPM_NAME],
         "huggingface": [huggingface.SPM_NAME],
         "keras_hub": [keras_hub.SPM_PATH],
     }[source])
 
 
 __all__ = ["FORMATS", "TARGETS", "convert_checkpoint",
-           "detect_format", "load_pretrained", "local_model_path",
+           "detect_format", "load_albert_tf", "load_pretrained",
+           "local_model_path",
            "model_from_weights",
            "read_weights", "restore_into", "spm_model_path", "write_weights"]

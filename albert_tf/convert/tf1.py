@@ -1,10 +1,12 @@
 """Official TF1 ALBERT checkpoints (releases and TF-Hub module variables).
 
 A release directory holds `albert_config.json`, `model.ckpt-best.*` and
-`30k-clean.model` (the SentencePiece model). Its variables carry the official
-names listed in `albert_tf.convert.names`; TF-Hub modules prefix them with
-`module/`, and training checkpoints add `global_step` and the optimizer's
-`<var>/adam_m`, `<var>/adam_v` slots, which are skipped.
+`30k-clean.model` (the SentencePiece model); the layouts, and how a path
+names their files, are `albert_tf.training.model_dir`'s. The variables
+carry the official names listed in `albert_tf.convert.names`; TF-Hub
+modules prefix them with `module/`, and training checkpoints add
+`global_step` and the optimizer's `<var>/adam_m`, `<var>/adam_v` slots,
+which are skipped.
 
 `write` produces the same layout from canonical tensors, saved by a
 `tf.compat.v1.train.Saver` so the checkpoint lists the plain official names
@@ -12,20 +14,15 @@ names listed in `albert_tf.convert.names`; TF-Hub modules prefix them with
 """
 
 import json
-import logging
 import os
-import re
 
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
 from albert_tf.convert import names
 from albert_tf.convert import weight_set
+from albert_tf.training import model_dir
 
-CONFIG_NAME = "albert_config.json"
-CHECKPOINT_PREFIX = "model.ckpt-best"
-SPM_NAME = "30k-clean.model"
-VOCAB_NAME = "30k-clean.vocab"
 HUB_PREFIX = "module/"
 
 # The official config keys (written in this order).
@@ -40,7 +37,6 @@ _OFFICIAL_KEYS = (
 _OFFICIAL_ACTIVATIONS = ("gelu", "relu", "tanh", "linear")
 _OFFICIAL_EPSILON = 1e-12
 _SLOT_SUFFIXES = ("/adam_m", "/adam_v")
-_STEP_RE = re.compile(r"-(\d+)$")
 
 
 def rules(config, prefix=""):
@@ -58,61 +54,6 @@ def _skip(name):
     if name == "_CHECKPOINTABLE_OBJECT_GRAPH":
         return "object-graph metadata"
     return None
-
-
-def find_checkpoint(path):
-    """The checkpoint prefix of a release directory, TF-Hub module or prefix.
-
-    A directory resolves, in order, to the checkpoint its `checkpoint` file
-    names, to its only `*.index` file (else `model.ckpt-best`, else the
-    highest step), or to a TF-Hub module's `variables/variables`.
-
-    Args:
-        path: a directory or a checkpoint prefix.
-
-    Returns:
-        The prefix.
-
-    Raises:
-        FileNotFoundError: when no checkpoint is found.
-    """
-    if not tf.io.gfile.isdir(path):
-        if tf.io.gfile.exists(path + ".index"):
-            return path
-        raise FileNotFoundError(f"No TF1 checkpoint at {path!r} (looked for "
-                                f"{path + '.index'!r})")
-    latest = tf.train.latest_checkpoint(path)
-    if latest:
-        return latest
-    prefixes = sorted(p[:-len(".index")]
-                      for p in tf.io.gfile.glob(os.path.join(path, "*.index")))
-    if len(prefixes) > 1:
-        best = [p for p in prefixes if p.endswith(CHECKPOINT_PREFIX)]
-        steps = [(int(m.group(1)), p) for p in prefixes
-                 if (m := _STEP_RE.search(p))]
-        if best:
-            prefixes = best
-        elif steps:
-            prefixes = [max(steps)[1]]
-        logging.info("Several checkpoints in %s; reading %s", path, prefixes[0])
-    if prefixes:
-        return prefixes[0]
-    hub = os.path.join(path, "variables", "variables")
-    if tf.io.gfile.exists(hub + ".index"):
-        return hub
-    raise FileNotFoundError(f"No TF1 checkpoint (*.index) in {path!r}")
-
-
-def find_spm_model(directory):
-    """The SentencePiece model of a release or TF-Hub module, or None."""
-    for name in (SPM_NAME, "spm.model", "spiece.model",
-                 os.path.join("assets", SPM_NAME)):
-        candidate = os.path.join(directory, name)
-        if tf.io.gfile.exists(candidate):
-            return candidate
-    found = sorted(tf.io.gfile.glob(os.path.join(directory, "*.model")) +
-                   tf.io.gfile.glob(os.path.join(directory, "assets", "*.model")))
-    return found[0] if len(found) == 1 else None
 
 
 def checkpoint_names(prefix):
@@ -137,15 +78,14 @@ def read(path, config=None):
         FileNotFoundError: for a missing checkpoint or config.
         weight_set.ConversionError: for a missing, unexpected or misshaped tensor.
     """
-    prefix = find_checkpoint(path)
-    directory = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
+    prefix = model_dir.resolve_checkpoint(path, release=True)
     if config is None:
-        config_file = os.path.join(directory, CONFIG_NAME)
-        if not tf.io.gfile.exists(config_file):
+        config = model_dir.find_in_model_dir(path, [model_dir.CONFIG_NAME])
+        if config is None:
             raise FileNotFoundError(
-                f"No {CONFIG_NAME} in {directory!r}: pass the model's config "
+                f"No {model_dir.CONFIG_NAME} in "
+                f"{model_dir.model_folder(path)!r}: pass the model's config "
                 "(--config_file) for TF-Hub modules and bare checkpoints.")
-        config = config_file
     if isinstance(config, str):
         config = AlbertConfig.from_json_file(config)
     names.check_official(config)
@@ -159,10 +99,11 @@ def read(path, config=None):
     tensors = weight_set.gather(shapes, reader.get_tensor,
                           rules(config, HUB_PREFIX if hub else ""), report,
                           skip=_skip)
-    spm_model_file = find_spm_model(directory)
+    spm_model_file = model_dir.find_release_spm(path)
     if spm_model_file is None and os.path.basename(
             os.path.dirname(prefix)) == "variables":
-        spm_model_file = find_spm_model(os.path.dirname(os.path.dirname(prefix)))
+        spm_model_file = model_dir.find_release_spm(
+            os.path.dirname(os.path.dirname(prefix)))
     report.notes.append(f"SentencePiece model: {spm_model_file or 'none found'}")
     return weight_set.Weights(config, tensors, spm_model_file, report)
 
@@ -255,11 +196,14 @@ def write(weights, directory):
                 f"Shape mismatch for {name!r}: the weights have "
                 f"{list(value.shape)}, the config expects {list(shape)}.")
         tensors[name] = value
-    with open(os.path.join(directory, CONFIG_NAME), "w") as f:
+    with open(os.path.join(directory, model_dir.CONFIG_NAME), "w") as f:
         json.dump(config_values, f, indent=2)
         f.write("\n")
     if weights.spm_model_file:
-        tf.io.gfile.copy(weights.spm_model_file,
-                         os.path.join(directory, SPM_NAME), overwrite=True)
-        write_vocab(weights.spm_model_file, os.path.join(directory, VOCAB_NAME))
-    return write_checkpoint(tensors, os.path.join(directory, CHECKPOINT_PREFIX))
+        tf.io.gfile.copy(
+            weights.spm_model_file,
+            os.path.join(directory, model_dir.RELEASE_SPM_NAME), overwrite=True)
+        write_vocab(weights.spm_model_file,
+                    os.path.join(directory, model_dir.RELEASE_VOCAB_NAME))
+    return write_checkpoint(
+        tensors, os.path.join(directory, model_dir.RELEASE_CHECKPOINT_NAME))

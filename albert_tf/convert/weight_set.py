@@ -19,6 +19,7 @@ import numpy as np
 
 from albert_tf import config as config_lib
 from albert_tf.convert import names
+from albert_tf.training import model_dir
 from foundation import progress
 from foundation import safe_io
 
@@ -300,12 +301,6 @@ def _files_under(folder):
     return sorted(found)
 
 
-def _folder_of(input_path):
-    """The folder an input lives in (a TF1 prefix's folder)."""
-    path = os.path.realpath(input_path)
-    return path if os.path.isdir(path) else os.path.dirname(path)
-
-
 def _inside(path, folder):
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
@@ -325,7 +320,9 @@ def check_output_dir(output_dir, overwrite=False, input_path=None):
     """
     safe_io.check_output_path(output_dir, "--output_dir")
     real = os.path.realpath(output_dir)
-    if input_path and _inside(_folder_of(input_path), real):
+    # The input's model folder, links resolved (a TF1 prefix's folder).
+    if input_path and _inside(
+            model_dir.model_folder(os.path.realpath(input_path)), real):
         raise safe_io.OutputError(
             f"--output_dir={output_dir} holds --input={input_path}; a "
             "conversion never replaces its input: choose another --output_dir")

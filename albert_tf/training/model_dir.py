@@ -22,13 +22,15 @@ One rule names a model's files from any path a user gives: a folder, a
 checkpoint prefix or a file in the folder. `model_folder` is the folder,
 `find_in_model_dir` a file beside the checkpoint, `resolve_checkpoint` the
 checkpoint prefix (`release=True` for the TF1 layouts). Local paths and
-`tf.io.gfile` ones (`gs://...`) alike; TensorFlow loads only when a
-function runs.
+`tf.io.gfile` ones (`gs://...`) alike; TensorFlow loads only for those,
+for a checkpoint and for a write, so a program checks its flags before it.
 """
 
 import logging
 import os
 import re
+
+from foundation import filesystems
 
 CONFIG_NAME = "albert_config.json"
 SPM_NAME = "spm.model"
@@ -47,12 +49,25 @@ _RELEASE_SPM_NAMES = (RELEASE_SPM_NAME, SPM_NAME, "spiece.model",
 _STEP_RE = re.compile(r"-(\d+)$")
 
 
+def _isdir(path):
+    if filesystems.is_remote(path):
+        import tensorflow as tf
+        return tf.io.gfile.isdir(path)
+    return os.path.isdir(path)
+
+
+def _exists(path):
+    if filesystems.is_remote(path):
+        import tensorflow as tf
+        return tf.io.gfile.exists(path)
+    return os.path.exists(path)
+
+
 def model_folder(path):
     """The folder of a model path: `path` when it is a directory, else the
     folder holding it (`path` is then a checkpoint prefix or a file)."""
-    import tensorflow as tf
-
-    return path if tf.io.gfile.isdir(path) else os.path.dirname(path)
+    path = os.fspath(path)
+    return path if _isdir(path) else os.path.dirname(path)
 
 
 def find_in_model_dir(path, names):
@@ -69,12 +84,10 @@ def find_in_model_dir(path, names):
     Returns:
         The folder joined with the first name that exists, or None.
     """
-    import tensorflow as tf
-
     folder = model_folder(path)
     for name in names:
         candidate = os.path.join(folder, name)
-        if tf.io.gfile.exists(candidate):
+        if _exists(candidate):
             return candidate
     return None
 

@@ -1,11 +1,12 @@
 """What makes a pretraining run's folders complete model folders.
 
-A model folder holds `albert_config.json`, a checkpoint and `spm.model`
-(the vocabulary): every program that takes a model takes it with no other
-flag (`convert.pretrained.spm_model_path`, `load_pretrained`, the
-fine-tuning programs' `--init_checkpoint`). A run writes the config and the
-checkpoints; the vocabulary is not among its inputs, so it is found once,
-at the start, from what says which vocabulary the records were built with:
+A model folder (`albert_tf.training.model_dir`) holds `albert_config.json`,
+a checkpoint and `spm.model` (the vocabulary): every program that takes a
+model takes it with no other flag (`convert.pretrained.spm_model_path`,
+`load_pretrained`, the fine-tuning programs' `--init_checkpoint`). A run
+writes the config and the checkpoints; the vocabulary is not among its
+inputs, so it is found once, at the start, from what says which vocabulary
+the records were built with:
 
 1. `--spm_model_file`, when given;
 2. the data builder's statistics file beside the records
@@ -27,7 +28,6 @@ import os
 
 import tensorflow as tf
 
-from albert_tf.training import checkpoint as checkpoint_lib
 from foundation import safe_io
 
 # The main job's record, beside the records it builds, of their vocabulary.
@@ -127,6 +127,3 @@ def copy_into(directory, files):
                 if f.read() == data:
                     continue
         safe_io.write_atomically(target, data)
-
-
-SPM_NAME = checkpoint_lib.SPM_NAME

@@ -35,11 +35,11 @@ def tiny_tf1(tmp_path_factory, albert_spm_model):
     from albert_tf import AlbertConfig
     from albert_tf import AlbertPretrainer
     from albert_tf.convert import pretrained
-    from albert_tf.training import checkpoint
+    from albert_tf.training import model_dir
 
     root = tmp_path_factory.mktemp("tiny_release")
     model = AlbertPretrainer(AlbertConfig.from_preset("tiny", vocab_size=48))
-    checkpoint.save_model_dir(model, str(root / "ours"), albert_spm_model)
+    model_dir.save_model_dir(model, str(root / "ours"), albert_spm_model)
     pretrained.convert_checkpoint(str(root / "ours"), str(root / "tf1"),
                                   target="tf1")
     return str(root / "tf1"), _tar(str(root / "tf1"))

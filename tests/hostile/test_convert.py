@@ -23,13 +23,13 @@ def model_dir(tmp_path_factory, albert_spm_model):
     """A tiny model directory of this project (the conversions' input)."""
     from albert_tf import AlbertConfig
     from albert_tf import AlbertPretrainer
-    from albert_tf.training import checkpoint
+    from albert_tf.training import model_dir as model_dir_lib
 
     config = AlbertConfig.from_preset("tiny", vocab_size=48,
                                       num_hidden_layers=2)
     path = str(tmp_path_factory.mktemp("convert_input") / "ours")
-    checkpoint.save_model_dir(AlbertPretrainer(config), path,
-                              spm_model_file=albert_spm_model)
+    model_dir_lib.save_model_dir(AlbertPretrainer(config), path,
+                                 spm_model_file=albert_spm_model)
     return path
 
 
@@ -359,7 +359,7 @@ def cased_model_dir(tmp_path_factory):
     """A tiny model directory whose vocabulary kept the corpus's case."""
     from albert_tf import AlbertConfig
     from albert_tf import AlbertPretrainer
-    from albert_tf.training import checkpoint
+    from albert_tf.training import model_dir as model_dir_lib
     from data_prep import builtin_corpus
     from data_prep import vocab
 
@@ -374,8 +374,8 @@ def cased_model_dir(tmp_path_factory):
     config = AlbertConfig.from_preset("tiny", vocab_size=pieces,
                                       num_hidden_layers=1)
     path = str(root / "ours")
-    checkpoint.save_model_dir(AlbertPretrainer(config), path,
-                              spm_model_file=str(spm_file))
+    model_dir_lib.save_model_dir(AlbertPretrainer(config), path,
+                                 spm_model_file=str(spm_file))
     return path
 
 
@@ -445,20 +445,20 @@ def _run_folder(root, model_dir, settings, best=False):
 
     from albert_tf import AlbertConfig
     from albert_tf import AlbertPretrainer
-    from albert_tf.training import checkpoint
+    from albert_tf.training import model_dir as model_dir_lib
 
     run = root / "run"
     run.mkdir()
     config = AlbertConfig.from_json_file(
-        os.path.join(model_dir, checkpoint.CONFIG_NAME))
+        os.path.join(model_dir, model_dir_lib.CONFIG_NAME))
     model = AlbertPretrainer(config)
     state = tf.train.Checkpoint(model=model, step=tf.Variable(4, tf.int64))
     tf.train.CheckpointManager(state, str(run), max_to_keep=2).save(4)
-    config.to_json_file(str(run / checkpoint.CONFIG_NAME))
+    config.to_json_file(str(run / model_dir_lib.CONFIG_NAME))
     (run / "albert_run.json").write_text(json.dumps(
         {"program": "run_pretraining", "settings": settings}))
     if best:
-        checkpoint.save_model_dir(model, str(run / "best"))
+        model_dir_lib.save_model_dir(model, str(run / "best"))
     return run
 
 

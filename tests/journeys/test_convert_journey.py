@@ -41,7 +41,7 @@ def mine():
     """`models/mine` in the workspace; returns `(root, model, batch)`."""
     from albert_tf import AlbertConfig
     from albert_tf import AlbertPretrainer
-    from albert_tf.training import checkpoint
+    from albert_tf.training import model_dir
 
     root = common.prepared_data().root
     config = AlbertConfig.from_preset(
@@ -52,8 +52,8 @@ def mine():
     for v in model.weights:
         if v.dtype == "float32":
             v.assign(rng.normal(scale=0.3, size=v.shape).astype("float32"))
-    checkpoint.save_model_dir(model, str(root / MINE),
-                              spm_model_file=str(root / common.SPM_MODEL))
+    model_dir.save_model_dir(model, str(root / MINE),
+                             spm_model_file=str(root / common.SPM_MODEL))
     return root, model, _batch(root)
 
 

@@ -36,7 +36,7 @@ def exported(tmp_path_factory):
     """The guide's command on a tiny random model directory."""
     from albert_tf import AlbertConfig
     from albert_tf import AlbertPretrainer
-    from albert_tf.training import checkpoint
+    from albert_tf.training import model_dir
     from data_prep import vocab
 
     root = tmp_path_factory.mktemp("litert_journey")
@@ -52,8 +52,8 @@ def exported(tmp_path_factory):
     rng = np.random.default_rng(3)
     for v in pretrainer.weights:
         v.assign(rng.normal(scale=0.2, size=v.shape).astype("float32"))
-    checkpoint.save_model_dir(pretrainer, str(root / "models/tiny"),
-                              spm_model_file=str(spm_path))
+    model_dir.save_model_dir(pretrainer, str(root / "models/tiny"),
+                             spm_model_file=str(spm_path))
     env = {"MODEL_DIR": "models/tiny", "EXPORT_DIR": root / "exports"}
     done = common.run(documented.command("--format=litert", env=env), root,
                       timeout=900)
