@@ -24,7 +24,7 @@ import pytest
 
 from albert_tf import AlbertConfig
 from albert_tf import AlbertPretrainer
-from albert_tf.training import checkpoint as checkpoint_lib
+from albert_tf.training import model_dir
 from tests import fixtures_pretraining
 from tests import tasks_testdata
 
@@ -83,7 +83,7 @@ def _model_dir(w):
     """A fine-tuning model directory (a tiny random pretrainer, made once)."""
     model = os.path.join(w["root"], "model")
     if not os.path.exists(model):
-        checkpoint_lib.save_model_dir(AlbertPretrainer(AlbertConfig.from_preset(
+        model_dir.save_model_dir(AlbertPretrainer(AlbertConfig.from_preset(
             "tiny", vocab_size=600, num_hidden_layers=2,
             max_position_embeddings=64)), model, w["spm"])
     return model

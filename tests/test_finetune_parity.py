@@ -225,7 +225,7 @@ def test_seeds_measured_before_are_read_back(tmp_path):
 def test_main_jobs_folder_is_a_starting_point(tmp_path):
     """`--init_checkpoint=runs/quickstart`: the main job's best checkpoint
     and vocabulary become one model directory; other paths stay as given."""
-    from albert_tf.training import checkpoint
+    from albert_tf.training import model_dir
     from benchmarks.finetune_parity.tasks import _spm_file
     from benchmarks.finetune_parity.tasks import build_tiny_checkpoint
 
@@ -234,21 +234,21 @@ def test_main_jobs_folder_is_a_starting_point(tmp_path):
     best = main_job / MAIN_JOB_CHECKPOINT
     best.mkdir(parents=True)
     (main_job / MAIN_JOB_SPM).parent.mkdir()
-    os.rename(os.path.join(model, checkpoint.SPM_NAME), main_job / MAIN_JOB_SPM)
+    os.rename(os.path.join(model, model_dir.SPM_NAME), main_job / MAIN_JOB_SPM)
     with pytest.raises(ValueError, match="has no checkpoint"):
         model_dir_of(str(main_job), str(tmp_path / "work"))
     for name in os.listdir(model):  # saved as the trainer names them
         os.rename(os.path.join(model, name), best / name.replace(
-            checkpoint.CHECKPOINT_NAME, "ckpt-7"))
+            model_dir.CHECKPOINT_NAME, "ckpt-7"))
     with open(best / "checkpoint", "w") as f:
         f.write('model_checkpoint_path: "ckpt-7"\n')
     assert model_dir_of(str(best), str(tmp_path)) == str(best)
     made = model_dir_of(str(main_job), str(tmp_path / "work"))
     assert made == str(tmp_path / "work" / "main_job_model")
-    assert _spm_file(made) == os.path.join(made, checkpoint.SPM_NAME)
-    assert checkpoint.resolve_checkpoint(made) == os.path.join(
-        made, checkpoint.CHECKPOINT_NAME)
-    assert checkpoint.find_in_model_dir(made, [checkpoint.CONFIG_NAME])
+    assert _spm_file(made) == os.path.join(made, model_dir.SPM_NAME)
+    assert model_dir.resolve_checkpoint(made) == os.path.join(
+        made, model_dir.CHECKPOINT_NAME)
+    assert model_dir.find_in_model_dir(made, [model_dir.CONFIG_NAME])
     assert not os.path.exists(made + ".partial")
     # Windows longer than the checkpoint's positions (the main job's model
     # has 64) are refused before any conversion or training.

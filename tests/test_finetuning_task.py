@@ -7,19 +7,19 @@ from absl import logging
 from albert_tf import AlbertConfig
 from albert_tf import AlbertPretrainer
 from albert_tf.tasks import finetuning_task
-from albert_tf.training import checkpoint
+from albert_tf.training import model_dir
 
 
 def test_the_encoder_starts_from_the_checkpoint_it_names(tmp_path, caplog):
     pretrained = AlbertPretrainer(AlbertConfig.from_preset("tiny"))
-    checkpoint.save_model_dir(pretrained, str(tmp_path))
+    model_dir.save_model_dir(pretrained, str(tmp_path))
     logging.set_verbosity(logging.INFO)
     with caplog.at_level("INFO"):
         encoder = finetuning_task.encoder_from_checkpoint(str(tmp_path))
     np.testing.assert_array_equal(encoder.word_embeddings.numpy(),
                                   pretrained.encoder.word_embeddings.numpy())
     # The checkpoint read, not just the folder: a run folder holds several.
-    prefix = str(tmp_path / checkpoint.CHECKPOINT_NAME)
+    prefix = str(tmp_path / model_dir.CHECKPOINT_NAME)
     assert f"Initialized the encoder from {prefix} (albert_tf)" in caplog.text
 
 

@@ -18,7 +18,7 @@ from albert_tf.tasks import finetuning_jobs
 from albert_tf.tasks.options import ClassifierOptions
 from albert_tf.tasks.options import RaceOptions
 from albert_tf.tasks.options import SquadOptions
-from albert_tf.training import checkpoint as checkpoint_lib
+from albert_tf.training import model_dir as model_dir_lib
 from albert_tf.training import results
 from tests import tasks_testdata
 
@@ -36,7 +36,7 @@ def model_dir(tmp_path_factory):
                                       num_hidden_layers=2,
                                       max_position_embeddings=64)
     folder = str(tmp_path_factory.mktemp("pretrained"))
-    checkpoint_lib.save_model_dir(AlbertPretrainer(config), folder, spm)
+    model_dir_lib.save_model_dir(AlbertPretrainer(config), folder, spm)
     return folder
 
 

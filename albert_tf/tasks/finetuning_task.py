@@ -26,7 +26,7 @@ from albert_tf.convert import pretrained
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.training import baselines
-from albert_tf.training import checkpoint as checkpoint_lib
+from albert_tf.training import model_dir
 from albert_tf.training import results as results_lib
 from albert_tf.training.options import DTYPES
 from albert_tf.training.trainer import Trainer
@@ -75,7 +75,7 @@ def encoder_from_checkpoint(init_checkpoint=None, albert_config_file=None,
                                             albert_config_file)
     # Name the checkpoint read, not the folder: a run folder has several.
     logging.info("Initialized the encoder from %s (%s)",
-                 checkpoint_lib.resolve_checkpoint(init_checkpoint)
+                 model_dir.resolve_checkpoint(init_checkpoint)
                  if source == "albert_tf" else init_checkpoint, source)
     return pretrainer.encoder
 
@@ -99,7 +99,7 @@ def spm_model_file(options):
     if found is None:
         raise ValueError(
             "A SentencePiece model is needed: pass --spm_model_file or an "
-            f"--init_checkpoint folder holding {checkpoint_lib.SPM_NAME}. "
+            f"--init_checkpoint folder holding {model_dir.SPM_NAME}. "
             "Received: --init_checkpoint="
             f"{redaction.redact(options.init_checkpoint)}")
     return found
@@ -196,7 +196,7 @@ class FinetuningTask(TrainingTask):
         return self.model
 
     def config_files(self):
-        return {checkpoint_lib.CONFIG_NAME: self.model.encoder.config.to_dict(),
+        return {model_dir.CONFIG_NAME: self.model.encoder.config.to_dict(),
                 "task.json": self.task_info}
 
     def train_dataset(self, input_context, global_batch_size, skip_batches):

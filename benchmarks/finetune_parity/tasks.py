@@ -208,7 +208,7 @@ def build_tiny_checkpoint(model_dir, seed=0):
 
     from albert_tf.config import AlbertConfig
     from albert_tf.models.pretrainer import AlbertPretrainer
-    from albert_tf.training import checkpoint
+    from albert_tf.training import model_dir as model_dir_lib
     from data_prep import vocab
 
     texts = [s for docs in _package_documents(VOCAB_PACKAGES).values()
@@ -221,7 +221,7 @@ def build_tiny_checkpoint(model_dir, seed=0):
         f.write(spm_bytes)
     keras.utils.set_random_seed(seed)
     model = AlbertPretrainer(AlbertConfig(**TINY_CONFIG))
-    checkpoint.save_model_dir(model, model_dir, spm_model_file=spm_file)
+    model_dir_lib.save_model_dir(model, model_dir, spm_model_file=spm_file)
     os.remove(spm_file)
     return model_dir
 
@@ -238,14 +238,14 @@ def model_dir_of(path, work_dir):
     checkpoint and vocabulary copied into `<work_dir>/main_job_model`."""
     import shutil
 
-    from albert_tf.training import checkpoint
+    from albert_tf.training import model_dir as model_dir_lib
 
     best = os.path.join(path, MAIN_JOB_CHECKPOINT)
     spm = os.path.join(path, MAIN_JOB_SPM)
     if not (os.path.isdir(best) and os.path.isfile(spm)):
         return path
     try:
-        prefix = checkpoint.resolve_checkpoint(best)
+        prefix = model_dir_lib.resolve_checkpoint(best)
     except FileNotFoundError as error:
         raise ValueError(f"The main job's folder {path} has no checkpoint "
                          f"({error}; run the main job to its end). Received: "
@@ -258,9 +258,9 @@ def model_dir_of(path, work_dir):
     for name in os.listdir(folder):  # the checkpoint as model.ckpt.*
         if name.startswith(stem + "."):
             shutil.copy2(os.path.join(folder, name), os.path.join(
-                staging, checkpoint.CHECKPOINT_NAME + name[len(stem):]))
-    shutil.copy2(os.path.join(best, checkpoint.CONFIG_NAME), staging)
-    shutil.copy2(spm, os.path.join(staging, checkpoint.SPM_NAME))
+                staging, model_dir_lib.CHECKPOINT_NAME + name[len(stem):]))
+    shutil.copy2(os.path.join(best, model_dir_lib.CONFIG_NAME), staging)
+    shutil.copy2(spm, os.path.join(staging, model_dir_lib.SPM_NAME))
     shutil.rmtree(out, ignore_errors=True)
     os.rename(staging, out)
     return out
@@ -281,10 +281,10 @@ def convert_to_huggingface(init_checkpoint, output_dir):
 def _config_file(init_checkpoint, work_dir, dropout):
     """This project's config of `init_checkpoint`, with its dropout set."""
     from albert_tf.config import AlbertConfig
-    from albert_tf.training import checkpoint
+    from albert_tf.training import model_dir as model_dir_lib
 
-    path = checkpoint.find_in_model_dir(init_checkpoint,
-                                        [checkpoint.CONFIG_NAME])
+    path = model_dir_lib.find_in_model_dir(init_checkpoint,
+                                           [model_dir_lib.CONFIG_NAME])
     config = AlbertConfig.from_json_file(path)
     if dropout is not None:
         config = dataclasses.replace(config, hidden_dropout_prob=dropout,
@@ -302,13 +302,14 @@ def check_lengths(init_checkpoint, lengths):
         ValueError: naming the flag and the checkpoint's limit.
     """
     from albert_tf.config import AlbertConfig
-    from albert_tf.training import checkpoint
+    from albert_tf.training import model_dir as model_dir_lib
 
-    path = checkpoint.find_in_model_dir(init_checkpoint,
-                                        [checkpoint.CONFIG_NAME])
+    path = model_dir_lib.find_in_model_dir(init_checkpoint,
+                                           [model_dir_lib.CONFIG_NAME])
     if path is None:
-        raise ValueError(f"No {checkpoint.CONFIG_NAME} beside the checkpoint. "
-                         f"Received: --init_checkpoint={init_checkpoint}")
+        raise ValueError(f"No {model_dir_lib.CONFIG_NAME} beside the "
+                         "checkpoint. Received: "
+                         f"--init_checkpoint={init_checkpoint}")
     positions = AlbertConfig.from_json_file(path).max_position_embeddings
     for flag, length in lengths.items():
         if length > positions:

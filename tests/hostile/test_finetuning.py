@@ -385,14 +385,14 @@ def test_run_classifier_exports_beside_an_existing_version_untouched(
     holds a user's notes: the run adds version 2 and changes nothing."""
     from albert_tf import AlbertConfig
     from albert_tf import AlbertPretrainer
-    from albert_tf.training import checkpoint as checkpoint_lib
+    from albert_tf.training import model_dir as model_dir_lib
 
     model_dir = str(tmp_path / "pretrained")
     config = AlbertConfig.from_preset("tiny", vocab_size=600,
                                       num_hidden_layers=1,
                                       max_position_embeddings=32)
-    checkpoint_lib.save_model_dir(AlbertPretrainer(config), model_dir,
-                                  tasks_testdata.spm_model_path())
+    model_dir_lib.save_model_dir(AlbertPretrainer(config), model_dir,
+                                 tasks_testdata.spm_model_path())
     data_dir = tasks_testdata.write_glue(str(tmp_path / "glue"))["mrpc"]
     serving = tmp_path / "serving"
     (serving / "albert_mrpc" / "1" / "variables").mkdir(parents=True)
