@@ -16,7 +16,8 @@ One format for every job (pretraining and each fine-tuning task):
                                     block), the run's config files
                                     (albert_config.json, ...) and its
                                     vocabulary (spm.model) when the run
-                                    knows it: a complete model folder.
+                                    knows it: a complete model folder
+                                    (`albert_tf.training.model_dir`).
     <output_dir>/train/, eval/      TensorBoard event files.
 
 Every file is written whole or not at all (`safe_io.write_atomically`), and
@@ -31,12 +32,13 @@ import os
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
+from albert_tf.training import model_dir
 from foundation import safe_io
 
 EVAL_RESULTS = "eval_results.txt"
 BEST_DIR = "best"
-BEST_CHECKPOINT = "model.ckpt"
-MODEL_KEY = "model"
+# `best/` is a model folder (`model_dir`): its checkpoint is `model.ckpt`.
+BEST_CHECKPOINT = model_dir.CHECKPOINT_NAME
 
 
 def format_block(result):
@@ -140,7 +142,7 @@ def save_best(output_dir, model, result, config_files=None, files=None):
     recover_best(output_dir)
     staging = _make_hidden(output_dir, _STAGING_PREFIX, lock)
     try:
-        tf.train.Checkpoint(**{MODEL_KEY: model}).write(
+        tf.train.Checkpoint(**{model_dir.MODEL_KEY: model}).write(
             os.path.join(staging, BEST_CHECKPOINT))
         write_config_files(staging, config_files or {})
         for name, source in (files or {}).items():
