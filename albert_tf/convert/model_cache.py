@@ -24,6 +24,7 @@ import urllib.parse
 import urllib.request
 
 from albert_tf.convert import released
+from albert_tf.training import model_dir
 from foundation import progress
 from foundation import redaction
 from foundation import safe_archive
@@ -369,7 +370,7 @@ def model_facts(entry, folder):
 
 
 def _config_fields(folder):
-    for name in ("albert_config.json", "config.json"):
+    for name in (model_dir.CONFIG_NAME, "config.json"):  # TF1/ours, HF
         path = os.path.join(folder, name)
         if os.path.isfile(path):
             try:
@@ -387,7 +388,6 @@ def _tensor_shapes(folder):
     if os.path.isfile(safetensors):
         return _safetensors_shapes(safetensors)
     from albert_tf.convert import tf1
-    from albert_tf.training import model_dir
 
     try:
         prefix = model_dir.resolve_checkpoint(folder, release=True)
