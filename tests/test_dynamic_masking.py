@@ -6,22 +6,22 @@ import numpy as np
 
 from albert_tf.training import dynamic_masking
 from albert_tf.training import input_pipeline
-from tests import test_input_pipeline as records
+from tests import fixtures_records
 
 # The records of the input pipeline's tests, written without masks.
-L, P = records.L, records.P
+L, P = fixtures_records.L, fixtures_records.P
 
 
 def test_dynamic_masking_rules(tmp_path):
-    files = records._write(str(tmp_path), num_files=2, per_file=10,
-                           masked=False)
+    files = fixtures_records.write(str(tmp_path), num_files=2, per_file=10,
+                                   masked=False)
     options = dynamic_masking.DynamicMasking(vocab_size=60, masked_lm_prob=0.3)
     dataset = input_pipeline.pretraining_dataset(
         files, 4, L, P, seed=3, dynamic_masking=options)
     originals = {}
     for f in range(2):
         for i in range(10):
-            e = records._example(f * 10 + i).features.feature
+            e = fixtures_records.example(f * 10 + i).features.feature
             originals[f * 10 + i] = (
                 np.array(e["input_ids"].int64_list.value),
                 np.array(e["token_boundary"].int64_list.value))

@@ -1,56 +1,11 @@
-import os
-
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from albert_tf.training import input_pipeline
+from tests import fixtures_records
 
-L, P = 16, 4
-
-
-def _int_feature(values):
-    return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
-
-
-def _example(index, masked=True):
-    """A record whose input_ids start with [CLS] then `index` (traceable)."""
-    rng = np.random.default_rng(index)
-    n = int(rng.integers(8, L + 1))
-    ids = np.zeros(L, np.int64)
-    ids[:n] = rng.integers(10, 50, n)
-    ids[0], ids[1], ids[n // 2], ids[n - 1] = 2, 100 + index, 3, 3
-    boundary = np.zeros(L, np.int64)
-    boundary[:n] = rng.random(n) < 0.6
-    boundary[[0, 1, n // 2, n - 1]] = 1
-    segments = np.zeros(L, np.int64)
-    segments[n // 2 + 1:n] = 1
-    feature = {
-        "input_ids": _int_feature(ids),
-        "segment_ids": _int_feature(segments),
-        "token_boundary": _int_feature(boundary),
-        "next_sentence_labels": _int_feature([index % 2]),
-    }
-    if masked:
-        mask = (ids != 0).astype(np.int64)
-        feature.update(
-            input_mask=_int_feature(mask),
-            masked_lm_positions=_int_feature([2, 3, 0, 0]),
-            masked_lm_ids=_int_feature([ids[2], ids[3], 0, 0]),
-            masked_lm_weights=tf.train.Feature(
-                float_list=tf.train.FloatList(value=[1.0, 1.0, 0.0, 0.0])))
-    return tf.train.Example(features=tf.train.Features(feature=feature))
-
-
-def _write(directory, num_files=3, per_file=8, masked=True):
-    paths = []
-    for f in range(num_files):
-        path = os.path.join(directory, f"part-{f}.tfrecord")
-        with tf.io.TFRecordWriter(path) as writer:
-            for i in range(per_file):
-                writer.write(_example(f * per_file + i, masked).SerializeToString())
-        paths.append(path)
-    return paths
+L, P = fixtures_records.L, fixtures_records.P
 
 
 def _indices(batch):
@@ -58,7 +13,7 @@ def _indices(batch):
 
 
 def test_file_patterns(tmp_path):
-    paths = _write(str(tmp_path))
+    paths = fixtures_records.write(str(tmp_path))
     pattern = str(tmp_path / "part-[01].tfrecord") + "," + paths[2]
     assert input_pipeline.expand_file_patterns(pattern) == paths
     with pytest.raises(ValueError, match="nothing-here"):
@@ -66,7 +21,7 @@ def test_file_patterns(tmp_path):
 
 
 def test_eval_pass_static_int32(tmp_path):
-    _write(str(tmp_path))
+    fixtures_records.write(str(tmp_path))
     dataset = input_pipeline.pretraining_dataset(
         str(tmp_path / "*.tfrecord"), 5, L, P, is_training=False)
     spec = dataset.element_spec
@@ -85,7 +40,7 @@ def test_eval_pass_static_int32(tmp_path):
 
 
 def test_training_order_is_seeded_and_skip_resumes(tmp_path):
-    files = _write(str(tmp_path))
+    files = fixtures_records.write(str(tmp_path))
 
     def take(seed, skip, n):
         dataset = input_pipeline.pretraining_dataset(
@@ -106,7 +61,7 @@ def test_shards_are_interleaved_and_the_buffer_is_sized_for_the_batch(
     assert input_pipeline.default_shuffle_buffer(4) == 100
     assert input_pipeline.default_shuffle_buffer(32) == 128
     assert input_pipeline.default_shuffle_buffer(4096) == 16384
-    files = _write(str(tmp_path))
+    files = fixtures_records.write(str(tmp_path))
     # Without the record shuffle the interleave alone deals the shards in
     # turn (the repeated, shuffled file list may hold a shard twice in one
     # cycle): no batch of 3 comes from one shard.
@@ -117,7 +72,7 @@ def test_shards_are_interleaved_and_the_buffer_is_sized_for_the_batch(
 
 
 def test_input_context_shards(tmp_path):
-    files = _write(str(tmp_path), num_files=1, per_file=16)
+    files = fixtures_records.write(str(tmp_path), num_files=1, per_file=16)
     shards = []
     for pipeline in range(2):
         context = tf.distribute.InputContext(

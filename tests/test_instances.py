@@ -9,7 +9,7 @@ import pytest
 from data_prep import instances
 from data_prep import sentence_order
 from data_prep import vocab
-from tests import test_sentence_order as sop_tests
+from tests import fixtures_text
 
 
 def test_options_validation():
@@ -20,7 +20,7 @@ def test_options_validation():
 
 
 def _mask(options, seed=0, dupe=2):
-    flat, offsets, documents, table = sop_tests._synthetic_chunk(seed)
+    flat, offsets, documents, table = fixtures_text.synthetic_chunk(seed)
     pairs = sentence_order.build_pairs(offsets, documents, table[flat],
                                        options, dupe, random.Random(seed),
                                        collections.Counter())

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.training import lamb
-from tests.test_schedule import official_lr
+from tests.fixtures_pretraining import official_lr
 
 
 def _official_update(params, grads, m, v, lr, layer_adaptation, wd=0.01,

@@ -158,13 +158,13 @@ def test_control_characters_give_the_saved_models_answer(models):
     ids."""
     import tensorflow as tf
 
-    from tests.test_on_device_tokenizer import CONTROL_TEXTS
+    from tests import fixtures_text
 
     run = _runner(models["encoder"]["float32"])
     want = models["serving"]["serving_single"](
-        text=tf.constant(CONTROL_TEXTS))["pooled_output"].numpy()
+        text=tf.constant(fixtures_text.CONTROL_TEXTS))["pooled_output"].numpy()
     got = np.concatenate([run(text=_strings([text]))["pooled_output"]
-                          for text in CONTROL_TEXTS])
+                          for text in fixtures_text.CONTROL_TEXTS])
     np.testing.assert_allclose(got, want, atol=2e-5)
     # Text after a NUL counts: "a\0b" is not "a".
     cut = models["serving"]["serving_single"](

@@ -10,20 +10,13 @@ authentication (`auth`) and redirect (`behaviour[path] = ("redirect",
 url)`); it keeps every request's Authorization header (`seen`).
 """
 
-import base64
-import collections
-import hashlib
-import http.server
-import io
 import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
-import tarfile
 import textwrap
-import threading
 import time
 
 import numpy as np
@@ -33,99 +26,14 @@ from albert_tf.convert import model_cache
 from albert_tf.convert import pretrained
 from albert_tf.convert import released
 from albert_tf.training import model_dir
+from tests import fixtures_downloads
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-COMMIT = "0123456789abcdef0123456789abcdef01234567"
-
-
-class FileServer:
-    """A threaded HTTP server on 127.0.0.1 serving `files` by path.
-
-    `behaviour[path]`: `"drop_once"` (the first GET sends half the body and
-    closes the connection), `"slow"` (the body in 20 pieces, 50 ms apart).
-    `hits[path]` counts the GETs.
-    """
-
-    def __init__(self):
-        self.files, self.behaviour = {}, {}
-        self.hits = collections.Counter()
-        self.auth = None  # (user, password) the server asks for
-        self.seen = []  # (path, Authorization header or None)
-        server = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def do_HEAD(self):
-                self._answer(body=False)
-
-            def do_GET(self):
-                self._answer(body=True)
-
-            def _answer(self, body):
-                path = self.path.split("?", 1)[0]
-                header = self.headers.get("Authorization")
-                server.seen.append((path, header))
-                if server.auth and header != "Basic " + base64.b64encode(
-                        ":".join(server.auth).encode()).decode():
-                    self.send_response(401, "Unauthorized")
-                    self.send_header("WWW-Authenticate", 'Basic realm="m"')
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                behaviour = server.behaviour.get(path)
-                if isinstance(behaviour, tuple) and behaviour[0] == "redirect":
-                    self.send_response(302)
-                    self.send_header("Location", behaviour[1])
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                data = server.files.get(path)
-                if data is None:
-                    self.send_response(404)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(data)))
-                self.send_header("ETag", '"%s"' % hashlib.sha256(data).hexdigest())
-                self.send_header("X-Repo-Commit", COMMIT)
-                self.end_headers()
-                if not body:
-                    return
-                server.hits[path] += 1
-                if behaviour == "drop_once" and server.hits[path] == 1:
-                    self.wfile.write(data[:len(data) // 2])
-                    self.wfile.flush()
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                    self.close_connection = True
-                    return
-                if behaviour == "slow":
-                    step = max(1, len(data) // 20)
-                    for i in range(0, len(data), step):
-                        self.wfile.write(data[i:i + step])
-                        self.wfile.flush()
-                        time.sleep(0.05)
-                    return
-                self.wfile.write(data)
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever,
-                                       daemon=True)
-        self.thread.start()
-
-    def stop(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture
 def server():
-    s = FileServer()
+    s = fixtures_downloads.FileServer()
     yield s
     s.stop()
 
@@ -135,14 +43,6 @@ def cache(tmp_path, monkeypatch):
     root = tmp_path / "cache"
     monkeypatch.setenv(model_cache.CACHE_ENV, str(root))
     return root
-
-
-def _tar(folder, top="albert_base"):
-    """A .tar.gz of `folder`'s files under `top/`, as the releases are."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1) as tar:
-        tar.add(folder, arcname=top)
-    return buffer.getvalue()
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +62,8 @@ def tiny_release(tmp_path_factory, albert_spm_model):
                                   target="tf1")
     pretrained.convert_checkpoint(str(root / "ours"), str(root / "hf"),
                                   target="huggingface")
-    return str(root / "tf1"), str(root / "hf"), _tar(str(root / "tf1"))
+    return (str(root / "tf1"), str(root / "hf"),
+            fixtures_downloads.release_tar(str(root / "tf1")))
 
 
 def _weights(model):
@@ -301,15 +202,13 @@ def test_a_crafted_archive_is_refused_naming_its_member(
     so that its file would land beside the cache: refused by the
     project's member check, nothing written outside the cache or left in
     it."""
-    from tests import test_safe_archive
-
     url = server.url + "/evil.tar.gz"
     key = released.resolve(url).cache_key
     destination = len(str(cache)) + len(f"/.{key}.partial-") + 8 + len(
         "/unpacked")
-    archive = test_safe_archive.make_tar(
+    archive = fixtures_downloads.make_tar(
         tmp_path / "evil.tar.gz",
-        test_safe_archive.escaping_members(destination, climb=3))
+        fixtures_downloads.escaping_members(destination, climb=3))
     server.files["/evil.tar.gz"] = (tmp_path / "evil.tar.gz").read_bytes()
     os.remove(archive)
     message = _fails_leaving_nothing(
@@ -348,7 +247,7 @@ def test_basic_auth_urls_work_and_the_password_is_shown_nowhere(
 
 def test_credentials_never_follow_a_redirect_to_another_host(
         server, cache, tiny_release):
-    other = FileServer()
+    other = fixtures_downloads.FileServer()
     try:
         other.files["/b.tar.gz"] = tiny_release[2]
         server.behaviour["/b.tar.gz"] = ("redirect", other.url + "/b.tar.gz")
@@ -574,7 +473,8 @@ def test_albert_base_v2_from_a_mirror_equals_the_unpacked_folder(
     model_dir.save_model_dir(model, str(tmp_path / "ours"), albert_spm_model)
     pretrained.convert_checkpoint(str(tmp_path / "ours"), str(tmp_path / "tf1"),
                                   target="tf1")
-    server.files["/albert_base_v2.tar.gz"] = _tar(str(tmp_path / "tf1"))
+    server.files["/albert_base_v2.tar.gz"] = fixtures_downloads.release_tar(
+        str(tmp_path / "tf1"))
     monkeypatch.setenv(released.MIRROR_ENV, server.url)
     fetched = pretrained.load_pretrained("albert_base_v2")
     assert fetched.encoder.count_params() == 11_683_584

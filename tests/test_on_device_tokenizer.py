@@ -10,6 +10,7 @@ import sentencepiece as spm
 from data_prep import text as text_lib
 from data_prep import vocab
 from export import on_device_tokenizer
+from tests import fixtures_text
 
 # Words the vocabulary learns whole, so the hard cases below reach real
 # pieces (not only <unk>): accents, digits with commas, Hangul (whose jamo
@@ -25,19 +26,6 @@ HARD_TEXTS = [
     "\u1112\u1161\u11ab\u1100\u1173\u11af", "\u0b47\u0b3e ଓ", "Ａｂｃ １２３,",
     "a\u0301b e\u0308", "x\tY\u00a0\u2003z", "东京 日本", "ΟΔΟΣ ΣΟΦΙΑ, ΛΟΓΟΣ.",
     "word " * 600,
-]
-
-# Control and format characters: NUL (the SavedModels' lowercasing once
-# dropped the rest of the text after it), other C0 and C1 controls, DEL,
-# noncharacters, zero-width and bidi format characters, a BOM, a soft
-# hyphen, an encoded lone surrogate (malformed UTF-8).
-CONTROL_TEXTS = [
-    b"a\x00b", b"\x00", b"Caf\xc3\xa9\x00 CAF\xc3\x89", b"\x00\x00X y\x00",
-    b"In 1990\x00, 3,000", b"a\x01b\x1fc\x7fd", b"x\x0bY\x0cz\x1c w",
-    "a\u0085b\u009fc\u0080".encode(), "a\ufffeb\uffffc".encode(),
-    b"a\xed\xa0\x80b \xed\xbf\xbfC", "a\u200bb\u200cc\u200dd".encode(),
-    "a\u2060b\ufeffc\u00adD".encode(), "a\u202eb\u2066c\u061cd".encode(),
-    "\u03a3\x00\u03a3A \u039f\u03a3\x00".encode(),
 ]
 
 
@@ -107,8 +95,8 @@ def test_ids_equal_on_random_characters_of_every_script(tokenizers):
 
 def test_control_characters_get_the_saved_models_ids(tokenizers):
     on_device, reference = tokenizers
-    got = _ids(on_device, CONTROL_TEXTS)
-    assert got == _ids(reference, CONTROL_TEXTS)
+    got = _ids(on_device, fixtures_text.CONTROL_TEXTS)
+    assert got == _ids(reference, fixtures_text.CONTROL_TEXTS)
     # The text after a NUL is kept; the NUL is an <unk> (id 1).
     assert got[1][-1] == 1 and got[0][-2] == 1 and len(got[0]) >= 3
 

@@ -7,7 +7,6 @@ link whose path overflows PATH_MAX (so the filter's realpath stops
 resolving) pointing back up, and links through it that climb out.
 """
 
-import io
 import os
 import sys
 import tarfile
@@ -15,51 +14,8 @@ import tarfile
 import pytest
 
 from foundation import safe_archive
-
-
-def add(tar, name, kind=tarfile.REGTYPE, linkname="", data=b""):
-    """Adds one member of `kind` to an open tar."""
-    info = tarfile.TarInfo(name)
-    info.type = kind
-    info.linkname = linkname
-    if kind == tarfile.REGTYPE:
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    else:
-        info.mode = 0o777 if kind == tarfile.DIRTYPE else 0o644
-        tar.addfile(info)
-
-
-def make_tar(path, members, mode="w:gz"):
-    """Writes a tar of `members` (`(name, kind, linkname, data)` tuples)."""
-    with tarfile.open(path, mode) as tar:
-        for member in members:
-            add(tar, *member)
-    return str(path)
-
-
-def escaping_members(destination_length, climb=1, name="pwned",
-                     data=b"written outside"):
-    """The CVE-2025-4517 members for a destination path of this length:
-    `name` lands `climb` folders above the destination."""
-    steps = "abcdefghijklmnop"
-    max_path = os.pathconf("/", "PC_PATH_MAX")
-    component = "d" * ((max_path - destination_length - 1) // (len(steps) + 1))
-    members, path = [], ""
-    for step in steps:
-        members.append((os.path.join(path, component), tarfile.DIRTYPE))
-        members.append((os.path.join(path, step), tarfile.SYMTYPE, component))
-        path = os.path.join(path, component)
-    overflow = os.path.join(*steps, "l" * 254)
-    members.append((overflow, tarfile.SYMTYPE,
-                    os.path.join(*[".."] * len(steps))))
-    members.append(("escape", tarfile.SYMTYPE, os.path.join(overflow, "..")))
-    link = "escape"
-    for i in range(1, climb):
-        members.append((f"escape{i}", tarfile.SYMTYPE, link + "/.."))
-        link = f"escape{i}"
-    members.append((f"{link}/{name}", tarfile.REGTYPE, "", data))
-    return members
+from tests.fixtures_downloads import escaping_members
+from tests.fixtures_downloads import make_tar
 
 
 def _files(root):

@@ -3,13 +3,7 @@
 import numpy as np
 
 from albert_tf.training.schedule import WarmupPolynomialDecay
-
-
-def official_lr(step, lr, total, warmup, power):
-    """The released schedule (end learning rate 0) at `step`, in Python."""
-    if step < warmup:
-        return lr * step / warmup
-    return lr * (1 - min(step, total) / total) ** power
+from tests.fixtures_pretraining import official_lr
 
 
 def test_schedule_is_official():

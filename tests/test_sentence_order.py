@@ -8,6 +8,7 @@ import pytest
 
 from data_prep import instances
 from data_prep import sentence_order
+from tests import fixtures_text
 
 
 def _official_truncation(len_a, len_b, max_num_tokens):
@@ -29,28 +30,13 @@ def test_truncation_counts_match_official_loop():
         assert sentence_order.truncation_counts(la, lb, cap) == expected
 
 
-def _synthetic_chunk(seed, num_docs=300, vocab_size=200):
-    """Flat ids (>= 13) of random sentences; word starts at ids < 120."""
-    rng = random.Random(seed)
-    offsets, documents = [0], []
-    for _ in range(num_docs):
-        first = len(offsets) - 1
-        for _ in range(rng.randint(2, 10)):
-            offsets.append(offsets[-1] + rng.choice([1, 2, 5, 12, 20, 30, 70]))
-        documents.append((first, len(offsets) - 1))
-    flat = np.random.default_rng(seed).integers(13, vocab_size, offsets[-1])
-    start_table = np.zeros(vocab_size, bool)
-    start_table[13:120] = True
-    return flat.astype(np.int32), offsets, documents, start_table
-
-
 def _counters():
     return collections.Counter()
 
 
 @pytest.mark.parametrize("random_next", [False, True])
 def test_pairs_are_valid_ranges(random_next):
-    flat, offsets, documents, table = _synthetic_chunk(0)
+    flat, offsets, documents, table = fixtures_text.synthetic_chunk(0)
     options = instances.InstanceOptions(max_seq_length=64,
                                         random_next_sentence=random_next)
     counters = _counters()
@@ -76,7 +62,7 @@ def test_pairs_are_valid_ranges(random_next):
 
 
 def test_short_target_fraction():
-    flat, offsets, documents, table = _synthetic_chunk(3, num_docs=800)
+    flat, offsets, documents, table = fixtures_text.synthetic_chunk(3, num_docs=800)
     options = instances.InstanceOptions(max_seq_length=128, short_seq_prob=0.2)
     pairs = sentence_order.build_pairs(offsets, documents, table[flat],
                                        options, 1, random.Random(2),

@@ -2,7 +2,7 @@
 
 `python -m albert_tf.convert_checkpoint --input=<URL or released name>`
 against a live HTTP server on the loopback address (the server of
-`tests/test_model_cache.py`), with `$ALBERT_TF_CACHE` in the case's folder.
+`tests/fixtures_downloads.py`), with `$ALBERT_TF_CACHE` in the case's folder.
 Every case asserts a one-line error naming the thing at fault, or a correct
 result, and that the files that existed before are unchanged.
 """
@@ -12,10 +12,8 @@ import shutil
 
 import pytest
 
-from tests import test_safe_archive
+from tests import fixtures_downloads
 from tests.hostile import common
-from tests.test_model_cache import FileServer
-from tests.test_model_cache import _tar
 
 PROGRAM = "albert_tf.convert_checkpoint"
 CACHE_ENV = "ALBERT_TF_CACHE"
@@ -24,7 +22,7 @@ MIRROR_ENV = "ALBERT_TF_MIRROR"
 
 @pytest.fixture
 def server():
-    s = FileServer()
+    s = fixtures_downloads.FileServer()
     yield s
     s.stop()
 
@@ -42,7 +40,7 @@ def tiny_tf1(tmp_path_factory, albert_spm_model):
     model_dir.save_model_dir(model, str(root / "ours"), albert_spm_model)
     pretrained.convert_checkpoint(str(root / "ours"), str(root / "tf1"),
                                   target="tf1")
-    return str(root / "tf1"), _tar(str(root / "tf1"))
+    return str(root / "tf1"), fixtures_downloads.release_tar(str(root / "tf1"))
 
 
 def _convert(cache, reference, output_dir, **env):
@@ -67,9 +65,9 @@ def test_an_archive_that_escapes_tarfiles_filter_is_refused_by_member(
     url = server.url + "/albert_evil.tar.gz"
     key = _cache_key(url)
     length = len(str(cache)) + len(f"/.{key}.partial-") + 8 + len("/unpacked")
-    test_safe_archive.make_tar(
+    fixtures_downloads.make_tar(
         tmp_path / "evil.tar.gz",
-        test_safe_archive.escaping_members(length, climb=3))
+        fixtures_downloads.escaping_members(length, climb=3))
     server.files["/albert_evil.tar.gz"] = (tmp_path / "evil.tar.gz").read_bytes()
     os.remove(tmp_path / "evil.tar.gz")
     mine = cache / f".{key}.partial-mine"
