@@ -18,6 +18,7 @@ import ast
 import os
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -66,16 +67,25 @@ def _modules():
                     yield module.removesuffix(".__init__"), path
 
 
-def _imports(path):
-    tree = ast.parse(open(path, encoding="utf-8").read())
+def _imports_of(tree):
+    """`(line, imported)` of every import statement in `tree`, also one
+    inside a function; a relative `from . import name` as `.name`."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield node.lineno, alias.name
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        elif isinstance(node, ast.ImportFrom):
+            prefix = "." * node.level + (f"{node.module}." if node.module else "")
             for alias in node.names:
                 # `from albert_tf.training import trainer` imports a module.
-                yield node.lineno, f"{node.module}.{alias.name}"
+                yield node.lineno, prefix + alias.name
+
+
+def _imports(path):
+    """`_imports_of` the module at `path`, its absolute imports only."""
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    return [(line, imported) for line, imported in _imports_of(tree)
+            if not imported.startswith(".")]
 
 
 def back_imports():
@@ -274,6 +284,84 @@ def test_every_library_module_has_a_test_module():
     assert not missing, f"add tests/test_<name>.py for: {missing}"
     assert not stale, f"has its own test module now, drop from " \
         f"TESTED_ELSEWHERE: {stale}"
+
+
+def _imports_with_scripts(path):
+    """`(line, imported)` of `_imports_of`, over the file and over the code
+    in its strings: the scripts its tests run in a new process."""
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    yield from _imports_of(tree)
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and "import" in node.value):
+            try:
+                script = ast.parse(textwrap.dedent(node.value))
+            except SyntaxError:
+                continue  # Text, not code.
+            for line, imported in _imports_of(script):
+                yield node.lineno + line - 1, imported
+
+
+def imports_of_test_modules():
+    """`(file, line, imported)` for every import of a test module (a
+    `test_*` module of the `tests` package) by a file under tests/, also in
+    a script it runs; a test module running its own helpers in a new
+    process is not counted. What test modules share lives in
+    `tests/fixtures_*.py`, conftest.py and helper modules such as
+    tests/hostile/common.py: only pytest imports a test module."""
+    found = []
+    for folder, _, files in os.walk(os.path.join(REPO, "tests")):
+        for name in sorted(files):
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(folder, name)
+            own = os.path.relpath(path, REPO)[:-3].replace(os.sep, ".")
+            for line, imported in _imports_with_scripts(path):
+                parts = imported.split(".")
+                if (parts[0] in ("tests", "") and imported != own
+                        and not imported.startswith(own + ".")
+                        and any(p.startswith("test_") for p in parts)):
+                    found.append((os.path.relpath(path, REPO), line, imported))
+    return sorted(found)
+
+
+def test_test_modules_import_no_other_test_module():
+    assert imports_of_test_modules() == []
+
+
+def test_the_test_import_check_catches_each_form(tmp_path, monkeypatch):
+    """A fixtures module importing a test module, a test module importing
+    another at the top, inside a function, relatively and in a script;
+    not a test module's script importing its own module, nor another
+    package's `test_*` module."""
+    # "{t}" is filled in at run time: written out, the sources below would
+    # be scripts importing test modules to this check.
+    tests = tmp_path / "tests"
+    (tests / "hostile").mkdir(parents=True)
+    (tests / "fixtures_x.py").write_text("from tests import {t}_a\n".format(
+        t="test"))
+    (tests / "test_a.py").write_text(
+        "from tests import fixtures_x\n"
+        "from tests.hostile import common\n"
+        "SCRIPT = '''\n"
+        "    from tests.{t}_a import helper\n"
+        "    from tests.{t}_b import other\n"
+        "'''\n".format(t="test"))
+    (tests / "hostile" / "test_c.py").write_text(
+        "import tests.{t}_b\n"
+        "def f():\n"
+        "    from tests.{t}_a import helper\n"
+        "    from . import {t}_d\n"
+        "    from tensorflow.python.framework import {t}_util\n".format(
+            t="test"))
+    monkeypatch.setattr(sys.modules[__name__], "REPO", str(tmp_path))
+    assert imports_of_test_modules() == [
+        ("tests/fixtures_x.py", 1, "tests.test_a"),
+        ("tests/hostile/test_c.py", 1, "tests.test_b"),
+        ("tests/hostile/test_c.py", 3, "tests.test_a.helper"),
+        ("tests/hostile/test_c.py", 4, ".test_d"),
+        ("tests/test_a.py", 5, "tests.test_b.other"),
+    ]
 
 
 def test_no_import_cycles():
