@@ -21,9 +21,10 @@ SentencePiece model under `assets/` (`albert_tf.convert.tf1` reads them).
 One rule names a model's files from any path a user gives: a folder, a
 checkpoint prefix or a file in the folder. `model_folder` is the folder,
 `find_in_model_dir` a file beside the checkpoint, `resolve_checkpoint` the
-checkpoint prefix (`release=True` for the TF1 layouts). Local paths and
-`tf.io.gfile` ones (`gs://...`) alike; TensorFlow loads only for those,
-for a checkpoint and for a write, so a program checks its flags before it.
+checkpoint prefix (`release=True` for the TF1 layouts). Local paths go
+through `os.path`, URLs (`gs://...`) through `tf.io.gfile`: TensorFlow
+loads only for a URL, a checkpoint or a write, so a program checks the
+model files its flags name before it loads.
 """
 
 import logging
