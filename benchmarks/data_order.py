@@ -52,49 +52,59 @@ def build_data(data_dir, corpus_chars, dupe_factor, input_file=None):
 
     Returns:
         `(vocabulary, {order: records}, {order: block-divergence ratio})`,
-        records as `stages.build_records` returns them.
+        records as `albert_apps.quickstart.build_records` returns them.
     """
-    from albert_apps.quickstart import stages
+    from albert_apps.quickstart import Records
+    from albert_apps.quickstart import Vocabulary
+    from albert_apps.quickstart import build_records
+    from albert_apps.quickstart import build_vocabulary
+    from albert_apps.quickstart import write_corpus
     from data_prep import pipeline
 
     cache = os.path.join(data_dir, CACHE_JSON)
     if os.path.exists(cache):
         with open(cache) as f:
-            return tuple(json.load(f))
+            vocabulary, records, mixing = json.load(f)
+        return (Vocabulary.from_json(vocabulary),
+                {order: Records.from_json(value)
+                 for order, value in records.items()}, mixing)
 
-    corpus = stages.write_corpus(data_dir, input_file, corpus_chars)
-    vocabulary = stages.build_vocabulary(corpus, data_dir, 4000, 2)
-    records = stages.build_records(corpus, vocabulary, data_dir,
-                                   dupe_factor=dupe_factor, max_seq_length=64)
+    corpus = write_corpus(data_dir, input_file, corpus_chars)
+    vocabulary = build_vocabulary(corpus, data_dir, 4000, 2)
+    records = build_records(corpus, vocabulary, data_dir,
+                            dupe_factor=dupe_factor, max_seq_length=64)
     chunk_path = os.path.join(data_dir, "chunk_order", "train.tfrecord")
-    stats = json.load(open(records["train"]["stats"]))
+    stats = json.load(open(records.train.stats))
     settings = stats["settings"]
     from data_prep import instances
     options = instances.InstanceOptions(**{
         f.name: settings[f.name]
         for f in dataclasses.fields(instances.InstanceOptions)})
     chunk_stats = pipeline.create_pretraining_data(
-        corpus["train_file"], chunk_path, vocabulary["model_file"],
+        corpus.train_file, chunk_path, vocabulary.model_file,
         options=options, dupe_factor=dupe_factor,
         random_seed=settings["random_seed"], global_shuffle=False)
-    chunk = dict(records, train={
-        "path": chunk_path, "stats": pipeline.stats_path(chunk_path),
-        "instances": chunk_stats["instances"]})
+    chunk = dataclasses.replace(records, train=dataclasses.replace(
+        records.train, path=chunk_path, stats=pipeline.stats_path(chunk_path),
+        instances=chunk_stats["instances"]))
     mixing = {"global": stats["mixing"]["block_divergence_ratio"],
               "chunk": chunk_stats["mixing"]["block_divergence_ratio"]}
     built = (vocabulary, {"chunk": chunk, "global": records}, mixing)
     with open(cache, "w") as f:
-        json.dump(built, f)
+        json.dump([vocabulary.to_json(),
+                   {order: value.to_json()
+                    for order, value in built[1].items()}, mixing], f)
     return built
 
 
 def run_once(vocabulary, records, output_dir, seed, steps):
     """Pretrains `steps` steps; returns the held-out evaluation at the end."""
-    from albert_apps.quickstart import stages
+    from albert_apps.quickstart import model_config
+    from albert_apps.quickstart import pretraining_options
     from albert_tf.training import pretraining
 
-    config = stages.model_config(vocabulary["pieces"], 64)
-    options = stages.pretraining_options(
+    config = model_config(vocabulary.pieces, 64)
+    options = pretraining_options(
         records, config, output_dir, max_seq_length=64, num_train_steps=steps,
         train_seconds=0, save_checkpoints_steps=steps)
     options = dataclasses.replace(options, seed=seed)

@@ -32,23 +32,26 @@ WAYS = {"auto": None, "xla": True, "no_xla": False}
 
 def build_data(data_dir):
     """The quickstart's corpus, vocabulary and records, with its defaults."""
-    from albert_apps.quickstart import stages
+    from albert_apps.quickstart import build_records
+    from albert_apps.quickstart import build_vocabulary
+    from albert_apps.quickstart import write_corpus
 
-    corpus = stages.write_corpus(data_dir, None, 2_000_000)
-    vocabulary = stages.build_vocabulary(corpus, data_dir, 2000, 2)
-    records = stages.build_records(corpus, vocabulary, data_dir, dupe_factor=5,
-                                   max_seq_length=64)
+    corpus = write_corpus(data_dir, None, 2_000_000)
+    vocabulary = build_vocabulary(corpus, data_dir, 2000, 2)
+    records = build_records(corpus, vocabulary, data_dir, dupe_factor=5,
+                            max_seq_length=64)
     return vocabulary, records
 
 
 def run_once(vocabulary, records, output_dir, jit_compile, steps):
     """Pretrains `steps` steps one way; returns its rates and choice."""
-    from albert_apps.quickstart import stages
+    from albert_apps.quickstart import model_config
+    from albert_apps.quickstart import pretraining_options
     from albert_tf.training import pretraining
     from albert_tf.training import xla_autotune
 
-    config = stages.model_config(vocabulary["pieces"], 64)
-    options = stages.pretraining_options(
+    config = model_config(vocabulary.pieces, 64)
+    options = pretraining_options(
         records, config, output_dir, max_seq_length=64, num_train_steps=steps,
         train_seconds=0, save_checkpoints_steps=steps)
     options = dataclasses.replace(options, jit_compile=jit_compile,

@@ -42,10 +42,11 @@ def write_documents(path, documents):
 
 
 def _documents(input_file, max_chars):
-    from albert_apps.quickstart import data
+    from albert_apps.quickstart import builtin_documents
+    from albert_apps.quickstart import read_documents
 
-    source = (data.read_documents(input_file) if input_file
-              else data.builtin_documents())
+    source = (read_documents(input_file) if input_file
+              else builtin_documents())
     total = 0
     for document in source:
         total += sum(len(s) + 1 for s in document) + 1
@@ -57,19 +58,22 @@ def _documents(input_file, max_chars):
 def run_variant(text_file, work_dir, steps, max_chars=3_000_000):
     """The quickstart's stages 1-4 on `text_file` for `steps` steps; returns
     `(held-out evaluation curve, independent held-out SOP pairs)`."""
-    from albert_apps.quickstart import stages
+    from albert_apps.quickstart import EVAL_DUPE_FACTOR
+    from albert_apps.quickstart import build_records
+    from albert_apps.quickstart import build_vocabulary
+    from albert_apps.quickstart import pretrain
+    from albert_apps.quickstart import write_corpus
 
     data_dir = os.path.join(work_dir, "data")
     os.makedirs(data_dir, exist_ok=True)
-    corpus = stages.write_corpus(data_dir, text_file, max_chars)
-    vocabulary = stages.build_vocabulary(corpus, data_dir, 4000, 2)
-    records = stages.build_records(corpus, vocabulary, data_dir,
-                                   dupe_factor=10, max_seq_length=64)
-    trained = stages.pretrain(records, vocabulary,
-                              os.path.join(work_dir, "pretrain"),
-                              num_train_steps=steps, train_seconds=0)
-    pairs = max(1, records["eval"]["instances"] // stages.EVAL_DUPE_FACTOR)
-    return trained["eval_curve"], pairs
+    corpus = write_corpus(data_dir, text_file, max_chars)
+    vocabulary = build_vocabulary(corpus, data_dir, 4000, 2)
+    records = build_records(corpus, vocabulary, data_dir, dupe_factor=10,
+                            max_seq_length=64)
+    trained = pretrain(records, vocabulary, os.path.join(work_dir, "pretrain"),
+                       num_train_steps=steps, train_seconds=0)
+    pairs = max(1, records.eval.instances // EVAL_DUPE_FACTOR)
+    return trained.eval_curve, pairs
 
 
 def define_flags():

@@ -36,12 +36,12 @@ def test_task_pairs_follow_the_corpus_structure(tmp_path, name):
                      _documents(60, sentences=12) + [["A lone sentence."]])
     counts = downstream.write_task(name, corpus, str(tmp_path / name),
                                    num_train=20, num_dev=40, seed=3)
-    assert counts["name"] == name and counts["documents"] == 60
-    assert counts["train"] == 20 and counts["dev"] >= 40
-    assert counts["short"] is None
+    assert counts.name == name and counts.documents == 60
+    assert counts.train == 20 and counts.dev >= 40
+    assert counts.short is None
     task = downstream.load_task(str(tmp_path / name))
     assert task.name == name and task.labels == downstream.TASKS[name][0]
-    assert len(task.train_pairs) == 20 and len(task.dev_pairs) == counts["dev"]
+    assert len(task.train_pairs) == 20 and len(task.dev_pairs) == counts.dev
     # Every label, near balance.
     shares = np.bincount(task.dev_labels, minlength=len(task.labels)) / len(
         task.dev_labels)
@@ -107,10 +107,10 @@ def test_few_documents_say_so_and_too_few_are_refused(tmp_path):
     corpus = _corpus(tmp_path / "c.txt", _documents(10))
     counts = downstream.write_task("sentence_order", corpus,
                                    str(tmp_path / "t"))
-    assert counts["train"] >= 1 and counts["dev"] >= 1
-    assert "fewer than the 400 / 1000 wanted" in counts["short"]
+    assert counts.train >= 1 and counts.dev >= 1
+    assert "fewer than the 400 / 1000 wanted" in counts.short
     written = downstream.write_tasks(corpus, str(tmp_path / "all"))
-    assert [t["name"] for t in written] == list(downstream.TASKS)
+    assert [t.name for t in written] == list(downstream.TASKS)
     with pytest.raises(ValueError, match="at least 4 held-out documents"):
         downstream.write_task("section",
                               _corpus(tmp_path / "d.txt", _documents(3)),

@@ -231,6 +231,7 @@ TESTED_ELSEWHERE = {
     "albert_apps.quickstart.inputs": "tests/hostile/test_main_job.py",
     "albert_apps.quickstart.job": "tests/test_quickstart.py",
     "albert_apps.quickstart.queries": "tests/test_quickstart.py",
+    "albert_apps.quickstart.stage_results": "tests/test_resume.py",
     "albert_apps.quickstart.stages": "tests/test_quickstart.py",
     "albert_apps.quickstart.stages_downstream": "tests/test_resume.py",
     "albert_apps.run_classifier": "tests/test_run_finetune.py",

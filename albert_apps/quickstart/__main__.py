@@ -34,7 +34,7 @@ def run_and_print(options):
         report = job.run_claimed(**arguments)
     print()
     print(quickstart.format_report(report), end="")
-    print("total %.0f s" % report["seconds"])
+    print("total %.0f s" % report.seconds)
     return report
 
 

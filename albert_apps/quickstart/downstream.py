@@ -1,46 +1,11 @@
-"""The quickstart's downstream tasks: questions about text never pretrained on.
-
-Why: they show what pretraining is for. Each task is built from held-out
-documents (for the built-in corpus, docstrings of standard-library packages
-that pretraining never saw), with labels that come from the corpus's own
-structure, no hand labels. Few labelled examples are given (`NUM_TRAIN`), as
-in the fine-tuning settings where pretraining pays off, and many are scored
-(`NUM_DEV`, so an accuracy is known to about ±3 points). What a randomly
-initialized encoder's features give on them is the control; a pretrained
-encoder carries over what it learned.
-
-The tasks (`TASKS`):
-- `section`: which quarter of the held-out text, in corpus order, does a
-  passage (a run of consecutive sentences of at most `PASSAGE_WORDS` words)
-  come from? The held-out documents, in the order the corpus gives them,
-  are cut into `NUM_SECTIONS` sections of equal size. It measures what a
-  text is about (its topic and vocabulary), which masked-LM pretraining
-  learns on any text; it needs a corpus whose documents come grouped by
-  subject, as books, manuals and code documentation do (on shuffled
-  documents its labels are noise and nothing can be learned).
-- `sentence_order`: two adjacent passages of a document, given in order
-  (label 0) or swapped (label 1). It measures discourse order, which is what
-  sentence-order prediction pretrains; it shows something only on text whose
-  sentence order carries meaning.
-
-Documents are shuffled (seeded) and dealt to train until its pairs suffice,
-the rest to dev, so no document's text is in both; each document gives up
-to `PAIRS_PER_DOCUMENT` pairs of a task.
-
-The quickstart measures each task with a linear probe of the frozen
-encoder's features (`albert_apps.quickstart.probing`), pretrained against
-random initialization, and fine-tunes the exported encoder on the first
-task to serve it. `finetune` here is the user's path: the exported encoder
-SavedModel loaded as a Keras layer
-(`export.keras_layer.load_exported_encoder`), or an in-memory
-`AlbertEncoder`, with a dense layer on `pooled_output`,
-trained with the official AdamW recipe (warmup, linear decay, clipping at
-global norm 1.0).
-
-    counts = write_tasks("data/downstream.txt", "data/task")
-    task = load_task("data/task/section")
-    result = finetune("export/albert_encoder/1", "data/spm.model", task)
-    result["dev_accuracy"]
+"""The quickstart's downstream tasks: questions about held-out text never
+pretrained on (`TASKS`), labelled by the corpus's own structure, written as
+TSV files (`write_tasks`, one `TaskFiles` a task), read back (`load_task`),
+encoded (`encode_task`) and fine-tuned on (`finetune`, the user's path: an
+exported encoder SavedModel or an `AlbertEncoder` with a dense layer on
+`pooled_output`, trained with the official AdamW recipe). What each task
+measures, how its examples are dealt and why, with an example:
+docs/quickstart.md ("The downstream tasks").
 """
 
 import csv
@@ -48,6 +13,7 @@ import dataclasses
 import io
 import os
 import random
+from typing import Optional
 
 import numpy as np
 
@@ -80,6 +46,22 @@ SEQUENCE_LENGTHS = {"section": 48}
 PASSAGE_WORDS = 24  # Two passages fill about 64 tokens.
 PAIRS_PER_DOCUMENT = 16  # Bounds how much one document weighs.
 TASK_FILES = ("train.tsv", "dev.tsv")
+
+
+@dataclasses.dataclass
+class TaskFiles:
+    """What `write_task` wrote: the task's `name`, the `train` and `dev`
+    pairs written, the usable `documents` found, the pairs `wanted`
+    (`[num_train, num_dev]`), `short` (a sentence when fewer than wanted,
+    else None) and `task_dir`."""
+
+    name: str
+    train: int
+    dev: int
+    documents: int
+    wanted: list
+    short: Optional[str]
+    task_dir: str
 
 
 @dataclasses.dataclass
@@ -239,10 +221,7 @@ def write_task(task, documents_file, task_dir, num_train=NUM_TRAIN,
         per_document: pairs a document gives at most.
 
     Returns:
-        A dict: `name`, `train` and `dev` (pairs written), `documents`
-        (usable documents found), `wanted` (`[num_train, num_dev]`),
-        `short` (a sentence when fewer than wanted, else None) and
-        `task_dir`.
+        A `TaskFiles`.
 
     Raises:
         ValueError: an unknown task, or fewer than 4 documents of at least
@@ -279,21 +258,21 @@ def write_task(task, documents_file, task_dir, num_train=NUM_TRAIN,
                  "documents) gives more" % (len(rows["train"]),
                                             len(rows["dev"]), task,
                                             num_train, num_dev))
-    return {"name": task, "train": len(rows["train"]),
-            "dev": len(rows["dev"]), "documents": len(documents),
-            "wanted": [num_train, num_dev], "short": short,
-            "task_dir": task_dir}
+    return TaskFiles(name=task, train=len(rows["train"]),
+                     dev=len(rows["dev"]), documents=len(documents),
+                     wanted=[num_train, num_dev], short=short,
+                     task_dir=task_dir)
 
 
 def write_tasks(documents_file, task_root, tasks=tuple(TASKS), **kwargs):
     """Writes every task of `tasks` the documents support, under
-    `task_root/<name>/`; returns the list of `write_task` results (a task
-    with no dev or train pair is left out)."""
+    `task_root/<name>/`; returns their `TaskFiles` (a task with no dev or
+    train pair is left out)."""
     written = []
     for name in tasks:
         counts = write_task(name, documents_file,
                             os.path.join(task_root, name), **kwargs)
-        if counts["train"] and counts["dev"]:
+        if counts.train and counts.dev:
             written.append(counts)
     return written
 

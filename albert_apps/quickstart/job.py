@@ -15,6 +15,7 @@ from absl import logging
 from albert_apps.quickstart import inputs
 from albert_apps.quickstart import report as report_lib
 from albert_apps.quickstart import resume
+from albert_apps.quickstart import stage_results
 from albert_apps.quickstart import stages
 from albert_apps.quickstart import stages_downstream
 
@@ -30,24 +31,24 @@ class StageTimer:
 
     @contextlib.contextmanager
     def stage(self, name):
-        """Times the stage `name`; the body sets `entry["skipped"]` when
-        the stage's outputs were reused."""
+        """Times the stage `name` (a `stage_results.StageTime`); the body
+        sets its `skipped` when the stage's outputs were reused."""
         index = STAGES.index(name) + 1
         logging.info("==== [%d/%d] %s ...", index, len(STAGES), name)
         start = time.time()
-        entry = {"skipped": False}
+        entry = stage_results.StageTime()
         yield entry
-        entry["seconds"] = round(time.time() - start, 2)
+        entry.seconds = round(time.time() - start, 2)
         self.timings[name] = entry
         logging.info("==== [%d/%d] %s %s in %.1f s", index, len(STAGES), name,
-                     "skipped (outputs exist)" if entry["skipped"] else "done",
-                     entry["seconds"])
+                     "skipped (outputs exist)" if entry.skipped else "done",
+                     entry.seconds)
 
 
 def _reuse(entry, current):
     """Marks the stage skipped when there is a `current` result to reuse."""
-    entry["skipped"] = current is not None
-    return entry["skipped"]
+    entry.skipped = current is not None
+    return entry.skipped
 
 
 def _data_stages(timer, data_dir, input_file, max_corpus_chars, vocab_size,
@@ -83,17 +84,18 @@ def _finetune_stage(timer, corpus, vocabulary, records, trained, exported,
     current; the tasks held-out SOP rules out (`stages_downstream.tasks_to_skip`)
     are skipped."""
     with timer.stage("finetune") as entry:
-        held_out = report_lib.results(trained, records["baseline"],
-                                      records["eval"]["instances"])
+        held_out = report_lib.results(trained, records.baseline,
+                                      records.eval.instances)
         tuning = dict(seeds=tuple(finetune_seeds),
                       num_train_steps=finetune_steps,
                       skipped=stages_downstream.tasks_to_skip(
-                          held_out["sentence_order_verdict"]))
+                          held_out.sentence_order_verdict))
         finetuned = resume.current_finetune(exported, corpus, output_dir,
                                             **tuning)
         if not _reuse(entry, finetuned):
-            finetuned = stages_downstream.finetune(exported, corpus, vocabulary,
-                                          output_dir, max_seq_length, **tuning)
+            finetuned = stages_downstream.finetune(
+                exported, corpus, vocabulary, output_dir, max_seq_length,
+                **tuning)
     return finetuned
 
 
@@ -106,7 +108,8 @@ def run(output_dir, input_file=None, max_corpus_chars=3_000_000,
         learning_rate=5e-3, max_eval_steps=None, num_threads=2, dtype="auto",
         finetune_seeds=stages_downstream.FINETUNE_SEEDS,
         finetune_steps=stages_downstream.FINETUNE_STEPS):
-    """Runs (or resumes) the whole job; returns the report dict.
+    """Runs (or resumes) the whole job; returns the
+    `stage_results.Report`.
 
     Everything is checked first, and the folder held for this run alone
     (`inputs.claim_output`); then `run_claimed` runs the stages.
@@ -142,7 +145,7 @@ def run_claimed(output_dir, input_file=None, max_corpus_chars=3_000_000,
                 finetune_seeds=stages_downstream.FINETUNE_SEEDS,
                 finetune_steps=stages_downstream.FINETUNE_STEPS):
     """Runs the stages in a folder `inputs.claim_output` checked and holds
-    (the arguments are `run`'s); returns the report dict."""
+    (the arguments are `run`'s); returns the `stage_results.Report`."""
     output_dir = os.path.abspath(output_dir)
     data_dir = os.path.join(output_dir, "data")
     os.makedirs(data_dir, exist_ok=True)
@@ -159,7 +162,7 @@ def run_claimed(output_dir, input_file=None, max_corpus_chars=3_000_000,
             train_batch_size=train_batch_size, learning_rate=learning_rate,
             save_checkpoints_steps=save_checkpoints_steps,
             max_eval_steps=max_eval_steps, dtype=dtype, **shape)
-        entry["skipped"] = trained["resumed_from_step"] >= num_train_steps
+        entry.skipped = trained.resumed_from_step >= num_train_steps
     with timer.stage("export") as entry:
         exported = resume.current_export(trained, output_dir)
         if not _reuse(entry, exported):
@@ -169,13 +172,15 @@ def run_claimed(output_dir, input_file=None, max_corpus_chars=3_000_000,
         timer, corpus, vocabulary, records, trained, exported, output_dir,
         max_seq_length, finetune_seeds, finetune_steps)
     with timer.stage("query"):
-        answers = stages_downstream.query(exported["paths"]["serving"], finetuned,
-                                 corpus, vocabulary)
-    report = {"output_dir": output_dir, "corpus": corpus, "vocab": vocabulary,
-              "records": records, "pretrain": trained, "export": exported,
-              "finetune": finetuned, "queries": answers}
+        answers = stages_downstream.query(exported.paths["serving"],
+                                          finetuned, corpus, vocabulary)
+    report = stage_results.Report(
+        output_dir=output_dir, corpus=corpus, vocab=vocabulary,
+        records=records, pretrain=trained, export=exported,
+        finetune=finetuned, queries=answers)
     with timer.stage("report"):
         report_lib.summarize(report)
-    report.update(stages=timer.timings, seconds=round(time.time() - start, 1))
+    report.stages = timer.timings
+    report.seconds = round(time.time() - start, 1)
     report_lib.write_report(report)
     return report

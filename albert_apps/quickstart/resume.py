@@ -1,6 +1,7 @@
 """Which stages a rerun of the quickstart can skip.
 
-Each `current_*` function returns what its stage returned last time when the
+Each `current_*` function returns what its stage returned last time (read
+back from the stage's JSON file into its `stage_results` dataclass) when the
 outputs on disk were built from the same inputs and settings, else None (the
 stage must run). The pretraining stage is never skipped here: it continues
 from its newest checkpoint by itself (and refuses checkpoints of other data,
@@ -8,8 +9,10 @@ from its newest checkpoint by itself (and refuses checkpoints of other data,
 redone, as they are quick and show the current model.
 """
 
+import dataclasses
 import os
 
+from albert_apps.quickstart import stage_results
 from albert_apps.quickstart import stages
 from albert_apps.quickstart import stages_downstream
 from data_prep import pipeline
@@ -20,7 +23,7 @@ def current_corpus(data_dir, input_file=None, max_corpus_chars=3_000_000):
     corpus = stages.read_json(os.path.join(data_dir, stages.CORPUS_JSON))
     settings = stages.corpus_settings(input_file, max_corpus_chars)
     if corpus and corpus.get("settings") == settings:
-        return corpus
+        return stage_results.Corpus.from_json(corpus)
     return None
 
 
@@ -29,8 +32,8 @@ def current_vocabulary(corpus, data_dir, vocab_size=4000):
     `vocab_size` requested."""
     info = stages.read_json(os.path.join(data_dir, stages.VOCAB_JSON))
     if (info and info.get("requested_size") == vocab_size and
-            info.get("corpus") == corpus["settings"]):
-        return info
+            info.get("corpus") == corpus.settings):
+        return stage_results.Vocabulary.from_json(info)
     return None
 
 
@@ -45,7 +48,7 @@ def _current_split(path, source, vocabulary, settings):
     if any(built_with.get(k, v) != v for k, v in settings.items()):
         return None
     if os.path.getmtime(stats_path) < max(
-            os.path.getmtime(vocabulary["model_file"]),
+            os.path.getmtime(vocabulary.model_file),
             os.path.getmtime(source)):
         return None
     return stats
@@ -58,24 +61,25 @@ def current_records(corpus, vocabulary, data_dir, max_seq_length=64,
     settings (see `stages.build_records`)."""
     max_predictions_per_seq = (max_predictions_per_seq or
                                stages.default_max_predictions(max_seq_length))
-    records = {}
+    files = {}
     splits = (("train", dupe_factor), ("eval", stages.EVAL_DUPE_FACTOR))
     for split, dupes in splits:
         path = stages.record_path(data_dir, split)
         stats = _current_split(
-            path, corpus[split + "_file"], vocabulary,
+            path, getattr(corpus, split + "_file"), vocabulary,
             {"max_seq_length": max_seq_length, "dupe_factor": dupes,
              "max_predictions_per_seq": max_predictions_per_seq})
         if stats is None:
             return None
-        records[split] = {"path": path, "stats": pipeline.stats_path(path),
-                          "instances": stats["instances"]}
+        files[split] = stage_results.RecordFile(
+            path=path, stats=pipeline.stats_path(path),
+            instances=stats["instances"])
     baseline = stages.read_json(os.path.join(data_dir, stages.BASELINE_JSON))
     if not baseline or baseline.get("records_mtime") != os.path.getmtime(
-            records["eval"]["path"]):
+            files["eval"].path):
         return None
-    records["baseline"] = baseline
-    return records
+    return stage_results.Records(files["train"], files["eval"],
+                                 stage_results.Baseline.from_json(baseline))
 
 
 def current_export(trained, output_dir):
@@ -84,13 +88,14 @@ def current_export(trained, output_dir):
     exported = stages.read_json(os.path.join(output_dir, stages.EXPORT_JSON))
     if not exported:
         return None
-    best_step = int(trained["best_eval"]["global_step"])
+    best_step = int(trained.best_eval["global_step"])
     folders = [p for p in exported["paths"].values()
                if not p.endswith(".keras")]
     if (exported.get("checkpoint_step") != best_step or
             not all(os.path.isdir(p) for p in folders)):
         return None
-    return dict(exported, reused=True)
+    return dataclasses.replace(
+        stage_results.ExportedModels.from_json(exported), reused=True)
 
 
 def current_finetune(exported, corpus, output_dir,
@@ -106,13 +111,13 @@ def current_finetune(exported, corpus, output_dir,
         return None
     settings = {"seeds": list(seeds), "num_train_steps": num_train_steps,
                 "tasks": [t["name"] for t in finetuned["tasks"]]}
-    wanted = [t["name"] for t in corpus["tasks"]
-              if t["name"] not in (skipped or {})]
+    wanted = [t.name for t in corpus.tasks if t.name not in (skipped or {})]
     if (wanted != settings["tasks"] or
             finetuned.get("method") != stages_downstream.PROBE_METHOD or
             finetuned.get("settings") != settings or
-            finetuned.get("encoder_version") != exported["version"] or
+            finetuned.get("encoder_version") != exported.version or
             not all(os.path.isdir(t["classifier"])
                     for t in finetuned["tasks"] if t.get("classifier"))):
         return None
-    return dict(finetuned, reused=True)
+    return dataclasses.replace(
+        stage_results.DownstreamResults.from_json(finetuned), reused=True)

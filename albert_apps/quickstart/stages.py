@@ -1,9 +1,9 @@
 """The stages of the quickstart, each a function a user can call alone.
 
 Each stage takes what the earlier stages returned, always does its work, and
-returns the dict the report shows for it (also written as JSON next to its
-outputs, which is how `albert_apps.quickstart.resume` tells that a rerun may
-skip it):
+returns the dataclass the report shows for it (`stage_results`; also written
+as JSON next to its outputs, which is how `albert_apps.quickstart.resume`
+tells that a rerun may skip it):
 
     corpus = write_corpus(data_dir)
     vocabulary = build_vocabulary(corpus, data_dir)
@@ -28,13 +28,14 @@ import tensorflow as tf
 from albert_apps.quickstart import data
 from albert_apps.quickstart import downstream
 from albert_apps.quickstart import queries
+from albert_apps.quickstart import stage_results
 from albert_apps.quickstart.defaults import NUM_CHECKPOINTS
 from albert_apps.quickstart.defaults import NUM_TRAIN_STEPS
 from albert_apps.quickstart.defaults import TRAIN_SECONDS
 from albert_tf.config import AlbertConfig
 from albert_tf.models.encoder import AlbertEncoder
-from albert_tf.training import checkpoint
 from albert_tf.training import hardware
+from albert_tf.training import model_dir
 from albert_tf.training import pretraining
 from albert_tf.training import results as results_lib
 from albert_tf.training.options import PretrainingOptions
@@ -56,13 +57,15 @@ EVAL_DUPE_FACTOR = 2
 
 
 def write_json(path, value):
-    """Writes `value` as JSON; a reader sees the old file or the new one
+    """Writes `value` (JSON values, or a dataclass of `stage_results` as its
+    stage file) as JSON; a reader sees the old file or the new one
     (`safe_io.write_atomically`: checked, then renamed into place).
 
     Raises:
         safe_io.OutputError: the file could not be written (names it and
             the cause: a full disk, a read-only folder).
     """
+    value = stage_results.to_json(value, stage_file=True)
     safe_io.write_atomically(
         path, json.dumps(value, indent=2, sort_keys=True) + "\n")
 
@@ -114,10 +117,7 @@ def write_corpus(data_dir, input_file=None, max_corpus_chars=3_000_000):
         max_corpus_chars: cap on the pretraining and held-out text.
 
     Returns:
-        The counts of `data.split_corpus`, plus `settings`, `source`,
-        `train_file`, `eval_file`, `downstream_file`, `downstream_every`
-        (None for the built-in corpus) and `tasks` (what
-        `downstream.write_tasks` returned).
+        A `stage_results.Corpus`.
 
     Raises:
         ValueError: too few documents for the downstream tasks.
@@ -149,10 +149,11 @@ def write_corpus(data_dir, input_file=None, max_corpus_chars=3_000_000):
             "The held-out documents of %s give no downstream task a train "
             "and a dev pair: the corpus needs documents of two or more "
             "passages (a blank line between documents)" % source)
-    corpus.update(settings=corpus_settings(input_file, max_corpus_chars),
-                  source=source, train_file=files["train"],
-                  eval_file=files["eval"], downstream_file=files["downstream"],
-                  downstream_every=every, tasks=tasks)
+    corpus = stage_results.Corpus(
+        **corpus, settings=corpus_settings(input_file, max_corpus_chars),
+        source=source, train_file=files["train"], eval_file=files["eval"],
+        downstream_file=files["downstream"], downstream_every=every,
+        tasks=tasks)
     write_json(os.path.join(data_dir, CORPUS_JSON), corpus)
     return corpus
 
@@ -167,24 +168,23 @@ def build_vocabulary(corpus, data_dir, vocab_size=4000, num_threads=2):
         num_threads: SentencePiece trainer threads.
 
     Returns:
-        A dict: `requested_size`, `pieces`, `model_file`, `vocab_file` and
-        `corpus` (the corpus settings it was trained on).
+        A `stage_results.Vocabulary`.
     """
     try:
         model_file, vocab_file = vocab.train_vocab(
-            corpus["train_file"], os.path.join(data_dir, "spm"),
+            corpus.train_file, os.path.join(data_dir, "spm"),
             vocab_size=vocab_size, hard_vocab_limit=False,
             num_threads=num_threads)
     except RuntimeError as error:
         # SentencePiece's own refusal (too few pieces for the characters,
         # which `inputs.check_corpus` estimates beforehand): one line.
         raise ValueError("--vocab_size=%d: SentencePiece cannot train on %s: "
-                         "%s" % (vocab_size, corpus["train_file"],
+                         "%s" % (vocab_size, corpus.train_file,
                                  str(error).rsplit("] ", 1)[-1])) from None
-    info = {"requested_size": vocab_size,
-            "pieces": vocab.load_model(model_file).get_piece_size(),
-            "model_file": model_file, "vocab_file": vocab_file,
-            "corpus": corpus["settings"]}
+    info = stage_results.Vocabulary(
+        requested_size=vocab_size,
+        pieces=vocab.load_model(model_file).get_piece_size(),
+        model_file=model_file, vocab_file=vocab_file, corpus=corpus.settings)
     write_json(os.path.join(data_dir, VOCAB_JSON), info)
     return info
 
@@ -215,32 +215,33 @@ def build_records(corpus, vocabulary, data_dir, max_seq_length=64,
             are masked `EVAL_DUPE_FACTOR` times).
 
     Returns:
-        A dict: `train` and `eval` (each `path`, `stats`, `instances`) and
-        `baseline` (the masked-LM accuracy of always predicting the most
-        frequent masked token of the held-out records).
+        A `stage_results.Records`: both splits' files and `baseline` (the
+        masked-LM accuracy of always predicting the most frequent masked
+        token of the held-out records).
     """
     max_predictions_per_seq = (max_predictions_per_seq or
                                default_max_predictions(max_seq_length))
     options = instances.InstanceOptions(
         max_seq_length=max_seq_length,
         max_predictions_per_seq=max_predictions_per_seq)
-    records = {}
+    files = {}
     for split, dupes in (("train", dupe_factor), ("eval", EVAL_DUPE_FACTOR)):
         path = record_path(data_dir, split)
         stats = pipeline.create_pretraining_data(
-            corpus[split + "_file"], path, vocabulary["model_file"],
+            getattr(corpus, split + "_file"), path, vocabulary.model_file,
             options=options, dupe_factor=dupes)
-        records[split] = {"path": path, "stats": pipeline.stats_path(path),
-                          "instances": stats["instances"]}
-    eval_path = records["eval"]["path"]
+        files[split] = stage_results.RecordFile(
+            path=path, stats=pipeline.stats_path(path),
+            instances=stats["instances"])
+    eval_path = files["eval"].path
     accuracy, token, total = data.masked_token_baseline(
         eval_path, max_predictions_per_seq)
-    records["baseline"] = {
-        "masked_lm_accuracy": accuracy, "token_id": token,
-        "piece": vocab.load_model(vocabulary["model_file"]).id_to_piece(token),
-        "masked_tokens": total, "records_mtime": os.path.getmtime(eval_path)}
-    write_json(os.path.join(data_dir, BASELINE_JSON), records["baseline"])
-    return records
+    baseline = stage_results.Baseline(
+        masked_lm_accuracy=accuracy, token_id=token,
+        piece=vocab.load_model(vocabulary.model_file).id_to_piece(token),
+        masked_tokens=total, records_mtime=os.path.getmtime(eval_path))
+    write_json(os.path.join(data_dir, BASELINE_JSON), baseline)
+    return stage_results.Records(files["train"], files["eval"], baseline)
 
 
 def model_config(vocab_size, max_seq_length):
@@ -289,11 +290,11 @@ def pretraining_options(records, config, pretrain_dir, max_seq_length=64,
     """
     if save_checkpoints_steps is None:
         save_checkpoints_steps = max(1, -(-num_train_steps // NUM_CHECKPOINTS))
-    batch = eval_batch_size(records["eval"]["instances"])
+    batch = eval_batch_size(records.eval.instances)
     if max_eval_steps is None:
-        max_eval_steps = max(1, records["eval"]["instances"] // batch)
+        max_eval_steps = max(1, records.eval.instances // batch)
     return PretrainingOptions(
-        input_file=records["train"]["path"], output_dir=pretrain_dir,
+        input_file=records.train.path, output_dir=pretrain_dir,
         config=config, train_batch_size=train_batch_size,
         eval_batch_size=batch,
         max_seq_length=max_seq_length,
@@ -305,7 +306,7 @@ def pretraining_options(records, config, pretrain_dir, max_seq_length=64,
         save_checkpoints_steps=save_checkpoints_steps,
         iterations_per_loop=min(100, save_checkpoints_steps),
         keep_checkpoint_max=10, do_eval=True, max_eval_steps=max_eval_steps,
-        eval_input_file=records["eval"]["path"],
+        eval_input_file=records.eval.path,
         max_train_seconds=train_seconds or 0.0, dtype=dtype)
 
 
@@ -323,8 +324,8 @@ def claim_checkpoints(pretrain_dir, vocabulary, records):
     """
     latest = tf.train.latest_checkpoint(pretrain_dir)
     data_json = os.path.join(pretrain_dir, DATA_JSON)
-    key = {"vocab": os.path.getmtime(vocabulary["model_file"]),
-           "train_records": os.path.getmtime(records["train"]["path"])}
+    key = {"vocab": os.path.getmtime(vocabulary.model_file),
+           "train_records": os.path.getmtime(records.train.path)}
     claimed = read_json(data_json)
     if latest and claimed not in (None, key):
         raise ValueError(
@@ -352,14 +353,15 @@ def pretrain(records, vocabulary, pretrain_dir, max_seq_length=64, **kwargs):
         **kwargs: the other arguments of `pretraining_options`.
 
     Returns:
-        A dict: the model, the steps done, the evaluation of the last and of
-        the best checkpoint, and where they are.
+        A `stage_results.PretrainingRun`: the model, the steps done, the
+        evaluation of the last and of the best checkpoint, and where they
+        are.
 
     Raises:
         ValueError: `pretrain_dir` holds checkpoints of other data (see
             `claim_checkpoints`), or bad options.
     """
-    config = model_config(vocabulary["pieces"], max_seq_length)
+    config = model_config(vocabulary.pieces, max_seq_length)
     options = pretraining_options(records, config, pretrain_dir,
                                   max_seq_length, **kwargs)
     resumed_from = claim_checkpoints(pretrain_dir, vocabulary, records)
@@ -371,26 +373,26 @@ def pretrain(records, vocabulary, pretrain_dir, max_seq_length=64, **kwargs):
     # Every checkpoint evaluated, over all runs of this folder.
     curve = results_lib.read_eval_results(os.path.join(
         pretrain_dir, results_lib.EVAL_RESULTS))
-    return {
-        "output_dir": pretrain_dir,
-        "preset": "tiny widened (E %d, H %d, %d layers, %d hidden group(s))" % (
+    return stage_results.PretrainingRun(
+        output_dir=pretrain_dir,
+        preset="tiny widened (E %d, H %d, %d layers, %d hidden group(s))" % (
             config.embedding_size, config.hidden_size,
             config.num_hidden_layers, config.num_hidden_groups),
-        "parameters": int(AlbertEncoder(config).count_params()),
-        "steps": int(result["train"]["step"]),
-        "resumed_from_step": resumed_from,
-        "dtype": hardware.resolve_dtype(options.dtype),
-        "num_train_steps": options.num_train_steps,
-        "stopped_by_time_budget": bool(result["train"].get("timed_out")),
-        "seconds_this_run": round(time.time() - start, 1),
-        "train_batch_size": options.train_batch_size,
-        "checkpoints": [r["checkpoint"] for r in eval_results],
-        "last_eval": eval_results[-1],
-        "eval_curve": curve,
-        "best_eval": best[0] if best else eval_results[-1],
-        "best_dir": os.path.join(pretrain_dir, results_lib.BEST_DIR),
-        "eval_results": os.path.join(pretrain_dir, results_lib.EVAL_RESULTS),
-    }
+        parameters=int(AlbertEncoder(config).count_params()),
+        steps=int(result["train"]["step"]),
+        resumed_from_step=resumed_from,
+        dtype=hardware.resolve_dtype(options.dtype),
+        num_train_steps=options.num_train_steps,
+        stopped_by_time_budget=bool(result["train"].get("timed_out")),
+        seconds_this_run=round(time.time() - start, 1),
+        train_batch_size=options.train_batch_size,
+        checkpoints=[r["checkpoint"] for r in eval_results],
+        last_eval=eval_results[-1],
+        eval_curve=curve,
+        best_eval=best[0] if best else eval_results[-1],
+        best_dir=os.path.join(pretrain_dir, results_lib.BEST_DIR),
+        eval_results=os.path.join(pretrain_dir, results_lib.EVAL_RESULTS),
+    )
 
 
 def export_model(trained, vocabulary, output_dir, max_seq_length=64):
@@ -404,19 +406,17 @@ def export_model(trained, vocabulary, output_dir, max_seq_length=64):
         max_seq_length: T of the text-in signatures.
 
     Returns:
-        A dict: `checkpoint_step`, `paths` (what
-        `pretrained_export.export_from_checkpoint` returned), `version`, `export_dir`
-        and `reused` (False).
+        A `stage_results.ExportedModels` (`reused` False).
     """
     export_dir = os.path.join(output_dir, "export")
-    best_dir = trained["best_dir"]
+    best_dir = trained.best_dir
     paths = pretrained_export.export_from_checkpoint(
-        best_dir, os.path.join(best_dir, checkpoint.CONFIG_NAME),
-        vocabulary["model_file"], export_dir, max_seq_length=max_seq_length,
+        best_dir, os.path.join(best_dir, model_dir.CONFIG_NAME),
+        vocabulary.model_file, export_dir, max_seq_length=max_seq_length,
         top_k=queries.FILL_MASK_TOP_K)
-    exported = {"checkpoint_step": int(trained["best_eval"]["global_step"]),
-                "paths": paths,
-                "version": int(os.path.basename(paths["serving"])),
-                "export_dir": export_dir}
+    exported = stage_results.ExportedModels(
+        checkpoint_step=int(trained.best_eval["global_step"]), paths=paths,
+        version=int(os.path.basename(paths["serving"])),
+        export_dir=export_dir, reused=False)
     write_json(os.path.join(output_dir, EXPORT_JSON), exported)
-    return dict(exported, reused=False)
+    return exported

@@ -3,12 +3,11 @@ of the exported encoder against random initialization, and one fine-tuning
 run of it to serve), and the questions asked of the SavedModels.
 
     finetuned = finetune(exported, corpus, vocabulary, output_dir)
-    answers = query(exported["paths"]["serving"], finetuned["classifier"],
-                    corpus, vocabulary)
+    answers = query(exported.paths["serving"], finetuned, corpus, vocabulary)
 
-Like `albert_apps.quickstart.stages`, each returns the dict the report shows
-(`finetune` also writes it as JSON, which is how a rerun tells it may skip
-the stage).
+Like `albert_apps.quickstart.stages`, each returns the dataclass the report
+shows (`stage_results`; `finetune` also writes it as JSON, which is how a
+rerun tells it may skip the stage).
 """
 
 import os
@@ -24,6 +23,7 @@ from albert_apps.quickstart import downstream
 from albert_apps.quickstart import finetuning
 from albert_apps.quickstart import probing
 from albert_apps.quickstart import queries
+from albert_apps.quickstart import stage_results
 from albert_apps.quickstart import stages
 from albert_apps.quickstart.defaults import FINETUNE_SEEDS
 from albert_apps.quickstart.defaults import FINETUNE_STEPS
@@ -71,8 +71,8 @@ def pretrained_weights(exported, output_dir, probe):
     """
     encoder = pretrained.load_pretrained(
         os.path.join(output_dir, "pretrain", "best")).encoder
-    layer = keras_layer.load_exported_encoder(exported["paths"]["encoder"],
-                                     trainable=False)
+    layer = keras_layer.load_exported_encoder(exported.paths["encoder"],
+                                              trainable=False)
     ours = encoder(probe)["pooled_output"]
     theirs = layer(probe)["pooled_output"]
     difference = float(np.max(np.abs(np.asarray(ours) - np.asarray(theirs))))
@@ -80,32 +80,39 @@ def pretrained_weights(exported, output_dir, probe):
         raise ValueError(
             "The exported encoder %s and pretrain/best differ (largest "
             "difference of pooled_output %.3g): export again" % (
-                exported["paths"]["encoder"], difference))
+                exported.paths["encoder"], difference))
     return encoder.get_weights(), difference
 
 
 def task_result(name, runs, counts):
-    """One task's entry of the report: mean probe accuracies with their 95%
-    intervals (dev set and seeds), the margin of pretraining, its interval
-    and verdict (`albert_apps.intervals`)."""
+    """One task's entry of the report (a `stage_results.TaskResult`): mean
+    probe accuracies with their 95% intervals (dev set and seeds), the
+    margin of pretraining, its interval and verdict (`albert_apps.intervals`).
+
+    Args:
+        name: the task.
+        runs: the probe runs (dicts with `dev_accuracy`) by initialization,
+            `pretrained` and `random_init`.
+        counts: the task's `downstream.TaskFiles`.
+    """
     accuracies = {init: [r["dev_accuracy"] for r in results]
                   for init, results in runs.items()}
-    dev = counts["dev"]
-    entry = {"name": name, "measures": downstream.TASKS[name][1],
-             "labels": list(downstream.TASKS[name][0]),
-             "train_examples": counts["train"], "dev_examples": dev,
-             "short": counts.get("short"), "runs": runs}
+    dev = counts.dev
+    by_init = {}
     for init, values in accuracies.items():
         mean, interval = intervals.mean_interval(values, dev)
-        entry[init] = round(mean, 4)
-        entry[init + "_ci95"] = [round(x, 4) for x in interval]
-        entry[init + "_seed_range"] = [min(values), max(values)]
+        by_init[init] = round(mean, 4)
+        by_init[init + "_ci95"] = [round(x, 4) for x in interval]
+        by_init[init + "_seed_range"] = [min(values), max(values)]
     margin, interval = intervals.margin_interval(
         accuracies["pretrained"], accuracies["random_init"], dev)
-    entry.update(margin=round(margin, 4),
-                 margin_ci95=[round(x, 4) for x in interval],
-                 verdict=intervals.margin_verdict(interval))
-    return entry
+    return stage_results.TaskResult(
+        name=name, measures=downstream.TASKS[name][1],
+        labels=list(downstream.TASKS[name][0]),
+        train_examples=counts.train, dev_examples=dev, short=counts.short,
+        runs=runs, margin=round(margin, 4),
+        margin_ci95=[round(x, 4) for x in interval],
+        verdict=intervals.margin_verdict(interval), **by_init)
 
 
 def tasks_to_skip(sentence_order_verdict):
@@ -136,10 +143,10 @@ def _probe_run(encoder, train_x, train_y, dev_x, dev_y, num_classes):
 def _encoded_tasks(chosen, model_file, max_seq_length):
     """Each chosen task's sequence length and its encoded `(train, dev)`
     inputs, in the order of `chosen`."""
-    lengths = [downstream.sequence_length(c["name"], max_seq_length)
+    lengths = [downstream.sequence_length(c.name, max_seq_length)
                for c in chosen]
     inputs = [downstream.encode_task(model_file,
-                                     downstream.load_task(c["task_dir"]),
+                                     downstream.load_task(c.task_dir),
                                      length)
               for c, length in zip(chosen, lengths)]
     return lengths, inputs
@@ -195,7 +202,7 @@ def _finetune_and_export(config, pretrained, task, train_x, dev_x, length,
         tuned["collapse_warning"] = collapse_warning(task, tuned)
         logging.warning("%s", tuned["collapse_warning"])
     classifier = finetuned_exports.export_classifier(
-        finetuner.model, vocabulary["model_file"],
+        finetuner.model, vocabulary.model_file,
         os.path.join(output_dir, "export"),
         labels=list(task.labels), max_seq_length=length,
         model_name=CLASSIFIER_PREFIX + task.name)
@@ -222,16 +229,16 @@ def _finetune_result(results, chosen, skipped, exported, seeds,
                      num_train_steps):
     """The stage's result (also `finetune.json`): the task entries, the
     method, the encoders compared and the settings."""
-    return {
-        "tasks": results,
-        "method": PROBE_METHOD,
-        "encoders": {"pretrained": exported["paths"]["encoder"],
-                     "random_init": "seeded initialization (one per seed)"},
-        "encoder_version": exported["version"],
-        "settings": {"seeds": list(seeds), "num_train_steps": num_train_steps,
-                     "tasks": [t["name"] for t in chosen]},
-        "skipped": skipped,
-    }
+    return stage_results.DownstreamResults(
+        tasks=results,
+        method=PROBE_METHOD,
+        encoders={"pretrained": exported.paths["encoder"],
+                  "random_init": "seeded initialization (one per seed)"},
+        encoder_version=exported.version,
+        settings={"seeds": list(seeds), "num_train_steps": num_train_steps,
+                  "tasks": [t.name for t in chosen]},
+        skipped=skipped,
+    )
 
 
 def finetune(exported, corpus, vocabulary, output_dir, max_seq_length=64,
@@ -262,40 +269,38 @@ def finetune(exported, corpus, vocabulary, output_dir, max_seq_length=64,
             (`tasks_to_skip`).
 
     Returns:
-        A dict: `tasks` (one entry per task: `name`, `train_examples`,
-        `dev_examples`, the `pretrained` and `random_init` mean probe
-        accuracies with their `_ci95`, `margin`, `margin_ci95`, `verdict`,
-        `runs`; the first task's `finetuned` run and `classifier`, the
+        A `stage_results.DownstreamResults`: one `TaskResult` per task (the
+        first task's with its `finetuned` run and `classifier`, the
         exported SavedModel folder), the `encoders` used and the settings.
     """
     finetune_dir = os.path.join(output_dir, "finetune")
     os.makedirs(finetune_dir, exist_ok=True)
-    config = stages.model_config(vocabulary["pieces"], max_seq_length)
+    config = stages.model_config(vocabulary.pieces, max_seq_length)
     skipped = dict(skipped or {})
-    chosen = [c for c in corpus["tasks"] if c["name"] not in skipped]
-    lengths, inputs = _encoded_tasks(chosen, vocabulary["model_file"],
+    chosen = [c for c in corpus.tasks if c.name not in skipped]
+    lengths, inputs = _encoded_tasks(chosen, vocabulary.model_file,
                                      max_seq_length)
     probe_inputs = {name: x[:8] for name, x in inputs[0][1].items()}
     encoders = _probed_encoders(exported, output_dir, config, seeds,
                                 probe_inputs)
     results = []
     for counts, length, (train_x, dev_x) in zip(chosen, lengths, inputs):
-        task = downstream.load_task(counts["task_dir"])
+        task = downstream.load_task(counts.task_dir)
         entry = task_result(task.name,
                             _probe_task(encoders, task, train_x, dev_x),
                             counts)
-        entry.update(max_seq_length=length, classifier=None)
+        entry.max_seq_length = length
         if not results:
             # The user's path, once: fine-tune the pretrained encoder (a
             # copy) on the first task and export it to serve.
-            entry["finetuned"], entry["classifier"] = _finetune_and_export(
+            entry.finetuned, entry.classifier = _finetune_and_export(
                 config, encoders["pretrained"][None], task, train_x, dev_x,
                 length, num_train_steps, vocabulary, output_dir)
         results.append(entry)
     finetuned = _finetune_result(results, chosen, skipped, exported, seeds,
                                  num_train_steps)
     stages.write_json(os.path.join(finetune_dir, FINETUNE_JSON), finetuned)
-    return dict(finetuned, reused=False)
+    return finetuned
 
 
 def query(serving_path, finetuned, corpus, vocabulary,
@@ -313,31 +318,31 @@ def query(serving_path, finetuned, corpus, vocabulary,
         num_examples: answers shown per classifier.
 
     Returns:
-        A dict: `fill_mask` (see `queries.fill_mask`), `model` and
-        `classifiers` (per task: `task`, `model`, `accuracy`, `dev_pairs`
-        and `examples`).
+        A `stage_results.Answers`: `fill_mask` (`queries.fill_mask`'s),
+        `model` and `classifiers` (a `stage_results.ServedClassifier` per
+        fine-tuned task).
     """
-    sp_model = vocab.load_model(vocabulary["model_file"])
+    sp_model = vocab.load_model(vocabulary.model_file)
     model = tf.saved_model.load(serving_path)
-    fill = queries.fill_mask(
-        model, queries.fill_mask_queries(corpus["eval_file"], sp_model),
-        queries.frequent_content_words(corpus["train_file"], sp_model))
+    fill = stage_results.FillMaskScores(**queries.fill_mask(
+        model, queries.fill_mask_queries(corpus.eval_file, sp_model),
+        queries.frequent_content_words(corpus.train_file, sp_model)))
     classifiers = []
-    task_dirs = {c["name"]: c["task_dir"] for c in corpus["tasks"]}
-    for entry in finetuned["tasks"]:
-        if not entry.get("classifier"):
+    task_dirs = {c.name: c.task_dir for c in corpus.tasks}
+    for entry in finetuned.tasks:
+        if not entry.classifier:
             continue
-        task = downstream.load_task(task_dirs[entry["name"]])
-        classified = queries.classify(tf.saved_model.load(entry["classifier"]),
+        task = downstream.load_task(task_dirs[entry.name])
+        classified = queries.classify(tf.saved_model.load(entry.classifier),
                                       task.dev_pairs, task.dev_labels)
         examples = [dict(first=first, second=second,
                          true_label=task.labels[label], **answer)
                     for (first, second), label, answer in zip(
                         task.dev_pairs[:num_examples], task.dev_labels,
                         classified["predictions"])]
-        classifiers.append({"task": task.name, "model": entry["classifier"],
-                            "accuracy": classified["accuracy"],
-                            "dev_pairs": len(task.dev_pairs),
-                            "examples": examples})
-    return {"fill_mask": fill, "model": serving_path,
-            "classifiers": classifiers}
+        classifiers.append(stage_results.ServedClassifier(
+            task=task.name, model=entry.classifier,
+            accuracy=classified["accuracy"], dev_pairs=len(task.dev_pairs),
+            examples=examples))
+    return stage_results.Answers(fill_mask=fill, model=serving_path,
+                                 classifiers=classifiers)

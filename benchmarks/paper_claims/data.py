@@ -2,7 +2,7 @@
 
 The corpus (split into pretraining, held-out and downstream documents, and
 the downstream task), the SentencePiece model and the SOP records come from
-the quickstart's stages (`albert_apps.quickstart.stages`), with its defaults.
+the quickstart's stages (`albert_apps.quickstart`), with its defaults.
 Next to them, from the same documents and with the same options, maskings
 and seed, `data_prep.pipeline.create_pretraining_data` writes the NSP
 records (`random_next_sentence`) of both splits.
@@ -12,7 +12,10 @@ import dataclasses
 import json
 import os
 
-from albert_apps.quickstart import stages
+from albert_apps.quickstart import build_records
+from albert_apps.quickstart import build_vocabulary
+from albert_apps.quickstart import default_max_predictions
+from albert_apps.quickstart import write_corpus
 from data_prep import instances
 from data_prep import pipeline
 
@@ -51,26 +54,26 @@ def build_data(data_dir, input_file=None, max_corpus_chars=None,
     os.makedirs(data_dir, exist_ok=True)
     corpus_args = {} if max_corpus_chars is None else {
         "max_corpus_chars": max_corpus_chars}
-    corpus = stages.write_corpus(data_dir, input_file=input_file,
-                                 **corpus_args)
-    vocabulary = stages.build_vocabulary(corpus, data_dir)
-    max_predictions = stages.default_max_predictions(max_seq_length)
-    records = stages.build_records(
+    corpus = write_corpus(data_dir, input_file=input_file, **corpus_args)
+    vocabulary = build_vocabulary(corpus, data_dir)
+    max_predictions = default_max_predictions(max_seq_length)
+    records = build_records(
         corpus, vocabulary, data_dir, max_seq_length=max_seq_length,
         max_predictions_per_seq=max_predictions)
     # Study 3 compares SOP and NSP on the downstream task of sentence order.
-    task = next(t for t in corpus["tasks"] if t["name"] == "sentence_order")
-    data = {"corpus": corpus, "vocabulary": vocabulary,
-            "source": input_file or corpus["source"],
+    task = next(t for t in corpus.tasks if t.name == "sentence_order")
+    # The study's data is JSON values (its runs record them).
+    data = {"corpus": corpus.to_json(), "vocabulary": vocabulary.to_json(),
+            "source": input_file or corpus.source,
             "max_seq_length": max_seq_length,
             "max_predictions_per_seq": max_predictions,
-            "task_dir": task["task_dir"],
-            "task_examples": {split: task[split]
-                              for split in ("train", "dev")},
+            "task_dir": task.task_dir,
+            "task_examples": {"train": task.train, "dev": task.dev},
             "sop": {}, "nsp": {}}
     for split in ("train", "eval"):
         # The SOP records' own settings, with NSP pairs.
-        settings = _stats(records[split]["stats"])["settings"]
+        split_records = getattr(records, split)
+        settings = _stats(split_records.stats)["settings"]
         options = instances.InstanceOptions(
             **{field.name: settings[field.name]
                for field in dataclasses.fields(instances.InstanceOptions)
@@ -78,13 +81,13 @@ def build_data(data_dir, input_file=None, max_corpus_chars=None,
             random_next_sentence=True)
         path = os.path.join(data_dir, "nsp_%s.tfrecord" % split)
         pipeline.create_pretraining_data(
-            corpus[split + "_file"], path, vocabulary["model_file"],
+            getattr(corpus, split + "_file"), path, vocabulary.model_file,
             options=options, dupe_factor=settings["dupe_factor"],
             random_seed=settings["random_seed"],
             do_lower_case=settings["do_lower_case"])
         data[split + "_dupes"] = settings["dupe_factor"]
         for task, record_file, stats_file in (
-                ("sop", records[split]["path"], records[split]["stats"]),
+                ("sop", split_records.path, split_records.stats),
                 ("nsp", path, pipeline.stats_path(path))):
             stats = _stats(stats_file)
             data[task][split] = record_file
@@ -94,7 +97,7 @@ def build_data(data_dir, input_file=None, max_corpus_chars=None,
                 data[task]["eval_chance"] = max(
                     positives, stats["instances"] - positives) / max(
                         stats["instances"], 1)
-    data["baseline"] = records["baseline"]
+    data["baseline"] = records.baseline.to_json()
     return data
 
 

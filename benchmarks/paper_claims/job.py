@@ -7,7 +7,7 @@ import time
 
 from absl import logging
 
-from albert_apps.quickstart import stages
+from albert_apps.quickstart import model_config
 from albert_tf.training import hardware
 from albert_tf.training import input_pipeline
 from benchmarks.paper_claims import data as data_lib
@@ -70,8 +70,8 @@ def run(output_dir="runs/paper_claims", report_dir=None, input_file=None,
         max_corpus_chars=QUICK_CORPUS_CHARS if quick and not input_file
         else None)
     data_seconds = time.time() - start
-    base_config = stages.model_config(data["vocabulary"]["pieces"],
-                                      data["max_seq_length"])
+    base_config = model_config(data["vocabulary"]["pieces"],
+                               data["max_seq_length"])
     recipe = runs.Recipe(
         num_train_steps=num_train_steps or (
             QUICK_STEPS if quick else DEFAULT_STEPS),

@@ -17,7 +17,7 @@ import time
 
 import keras
 
-from albert_apps.quickstart import downstream
+from albert_apps import quickstart
 from albert_tf.models.encoder import AlbertEncoder
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.training import checkpoint as checkpoint_lib
@@ -230,7 +230,7 @@ def finetune(base_config, data, summary, seed, num_train_steps):
         num_train_steps: fine-tuning steps.
 
     Returns:
-        What `downstream.finetune` returned, without its model.
+        What `albert_apps.quickstart.finetune` returned, without its model.
     """
     keras.utils.set_random_seed(seed)
     if summary is None:
@@ -240,9 +240,9 @@ def finetune(base_config, data, summary, seed, num_train_steps):
         pretrainer = AlbertPretrainer(model_config(base_config, spec))
         checkpoint_lib.restore_model(pretrainer, summary["checkpoints"][-1])
         encoder = pretrainer.encoder
-    result = downstream.finetune(
+    result = quickstart.finetune(
         encoder, data["vocabulary"]["model_file"],
-        downstream.load_task(data["task_dir"]), seed=seed,
+        quickstart.load_task(data["task_dir"]), seed=seed,
         num_train_steps=num_train_steps,
         max_seq_length=data["max_seq_length"])
     result.pop("model")

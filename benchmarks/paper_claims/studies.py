@@ -20,7 +20,7 @@ parity study's repeated runs of the base model measure.
 import dataclasses
 import time
 
-from albert_apps.quickstart import stages_downstream
+from albert_apps.quickstart import FINETUNE_STEPS
 from benchmarks.paper_claims import keras_hub_parity
 from benchmarks.paper_claims import runs
 from benchmarks.paper_claims import verdicts
@@ -48,7 +48,7 @@ class Plan:
     factor_shares: tuple = ("all", "none")
     sharing_modes: tuple = ("all", "attention", "ffn", "none")
     seeds: int = 3
-    finetune_steps: int = stages_downstream.FINETUNE_STEPS
+    finetune_steps: int = FINETUNE_STEPS
 
 
 def make_plan(base_config, quick=False, seeds=0):
