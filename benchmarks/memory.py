@@ -49,7 +49,7 @@ def measure(preset, seq, batch, accumulation, predictions, steps, dtype):
     from albert_tf.training import memory
     from albert_tf.training import pretraining
     from albert_tf.training.options import PretrainingOptions
-    from albert_tf.training.trainer import Trainer
+    from albert_tf.training.trainer import build_trainer
     from benchmarks.synthetic import synthetic_batch
 
     runtime = _rss_bytes()  # TensorFlow loaded, nothing built.
@@ -60,8 +60,8 @@ def measure(preset, seq, batch, accumulation, predictions, steps, dtype):
         max_predictions_per_seq=predictions, num_train_steps=10**6,
         num_warmup_steps=10, gradient_accumulation_steps=accumulation,
         dtype=dtype, jit_compile=False)
-    trainer = Trainer(pretraining.PretrainingTask(options), options)
-    train_loop = trainer._compiled()[0]
+    trainer = build_trainer(pretraining.PretrainingTask(options), options)
+    train_loop = trainer.compiled_loop()
     features = synthetic_batch(config, batch, seq, predictions)
     dataset = tf.data.Dataset.from_tensors(features).repeat()
     iterator = iter(trainer.strategy.experimental_distribute_dataset(dataset))

@@ -39,7 +39,7 @@ def driver_row(config, features, dtype, steps, jit_compile=False):
     """A callable running `steps` steps of the driver's compiled loop."""
     from albert_tf.training import pretraining as pretraining_lib
     from albert_tf.training.options import PretrainingOptions
-    from albert_tf.training.trainer import Trainer
+    from albert_tf.training.trainer import build_trainer
 
     options = PretrainingOptions(
         input_file="unused", output_dir="unused", config=config,
@@ -48,8 +48,8 @@ def driver_row(config, features, dtype, steps, jit_compile=False):
         max_predictions_per_seq=features["masked_lm_positions"].shape[1],
         num_train_steps=10**6, num_warmup_steps=10, dtype=dtype,
         jit_compile=jit_compile)
-    trainer = Trainer(pretraining_lib.PretrainingTask(options), options)
-    train_loop = trainer._compiled()[0]
+    trainer = build_trainer(pretraining_lib.PretrainingTask(options), options)
+    train_loop = trainer.compiled_loop()
     dataset = tf.data.Dataset.from_tensors(features).repeat()
     iterator = iter(trainer.strategy.experimental_distribute_dataset(dataset))
     num = tf.constant(steps, tf.int32)

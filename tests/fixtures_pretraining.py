@@ -22,7 +22,7 @@ import tensorflow as tf
 from albert_tf import AlbertConfig
 from albert_tf.training import pretraining
 from albert_tf.training.options import PretrainingOptions
-from albert_tf.training.trainer import Trainer
+from albert_tf.training.trainer import build_trainer
 from data_prep import schema
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -90,7 +90,7 @@ def trainer(opts, strategy=None, task=None):
     """
     if task is None:
         task = pretraining.PretrainingTask(opts)
-    return Trainer(task, opts, strategy)
+    return build_trainer(task, opts, strategy)
 
 
 def batches(runner, data, batch_size=8):

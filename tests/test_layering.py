@@ -249,6 +249,7 @@ TESTED_ELSEWHERE = {
     "albert_tf.training.evaluation": "tests/test_trainer.py",
     "albert_tf.training.options": "tests/test_run_pretraining.py",
     "albert_tf.training.results": "tests/test_resume.py",
+    "albert_tf.training.train_loop": "tests/test_trainer.py",
     "albert_tf.training.trainer_task": "tests/test_trainer.py",
     "data_prep.static_masking": "tests/test_ngram_masking.py",
     "export.export_saved_model": "tests/test_pretrained_export.py",

@@ -46,7 +46,7 @@ def test_jit_compiled_step_under_mixed_bfloat16(tmp_path):
     assert all(v.dtype == "float32" for v in runner.model.trainable_variables)
     before = [v.numpy() for v in runner.model.trainable_variables]
     iterator = runner._train_iterator(0)
-    stats, diverged = runner._compiled()[0](iterator, tf.constant(2))
+    stats, diverged = runner.compiled_loop()(iterator, tf.constant(2))
     assert not diverged
     metrics = losses.metrics_from_stats(stats)
     assert np.isfinite(metrics["loss"].numpy())
@@ -73,7 +73,7 @@ def test_one_device_strategy_xla_step_matches_default_strategy(tmp_path):
         runner = trainer(options(
             data, str(tmp_path / "out"), jit_compile=True, config=ONE_LAYER),
             strategy)
-        stats, _ = runner._compiled()[0](batches(runner, data), tf.constant(2))
+        stats, _ = runner.compiled_loop()(batches(runner, data), tf.constant(2))
         assert int(runner.optimizer.iterations.numpy()) == 2
         results.append((stats.numpy(),
                         [v.numpy() for v in runner.model.trainable_variables]))
@@ -99,7 +99,7 @@ _MIRRORED_SCRIPT = textwrap.dedent("""
         if reference is not None:
             for v, w in zip(runner.model.weights, reference):
                 v.assign(w)
-        stats, _ = runner._compiled()[0](batches(runner, data), tf.constant(2))
+        stats, _ = runner.compiled_loop()(batches(runner, data), tf.constant(2))
         return stats.numpy(), [v.numpy() for v in runner.model.weights]
 
     reference = None
@@ -198,8 +198,8 @@ def test_max_train_seconds_stops_saves_and_resumes(tmp_path, monkeypatch):
         clock[0] += seconds_per_loop[0]  # 4 s a loop, until resumed below.
         return loop(iterator, num_steps)
 
-    loop = runner._compiled()[0]
-    runner._train_loops[False] = timed_loop
+    loop = runner.compiled_loop()
+    monkeypatch.setattr(runner.loops, "get", lambda jit: timed_loop)
     result = runner.train()
     # Loops start at 0, 4 and 8 s; the 4th would start at 12 s > 10 s.
     assert result["timed_out"] and result["step"] == 3

@@ -74,7 +74,7 @@ def test_a_signal_ends_the_loop_after_its_step_saves_it_and_stops(tmp_path):
     opts = _options(data, out)
     handler = signal.getsignal(signal.SIGTERM)
     runner = _trainer(SignalAtBatch, opts, 8)
-    save = runner.save
+    save = runner.checkpoints.save
 
     def save_with_a_second_signal():
         # Ctrl-C while the stop's checkpoint is written: no effect.
@@ -82,7 +82,7 @@ def test_a_signal_ends_the_loop_after_its_step_saves_it_and_stops(tmp_path):
         time.sleep(0.1)
         return save()
 
-    runner.save = save_with_a_second_signal
+    runner.checkpoints.save = save_with_a_second_signal
     with pytest.raises(TrainingStopped) as stopped:
         runner.train()
     stop = stopped.value

@@ -8,15 +8,14 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import types
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_tf.training import baselines
 from albert_tf.training import pretraining
 from albert_tf.training.errors import TrainingDivergedError
-from albert_tf.training.trainer import Trainer
 from tests import fixtures_pretraining
 
 REPO = fixtures_pretraining.REPO
@@ -36,7 +35,8 @@ _SCRIPT = textwrap.dedent("""
     from albert_tf.tasks import finetuning_jobs
     from albert_tf.tasks.options import ClassifierOptions, RaceOptions
     from albert_tf.tasks.options import SquadOptions
-    from albert_tf.training import checkpoint, pretraining
+    from albert_tf.training import model_dir as model_dir_lib
+    from albert_tf.training import pretraining
     from tests import fixtures_pretraining, tasks_testdata
 
     root = sys.argv[1]
@@ -44,8 +44,8 @@ _SCRIPT = textwrap.dedent("""
         "tiny", vocab_size=600, num_hidden_layers=2, max_position_embeddings=64,
         hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     model_dir = os.path.join(root, "model")
-    checkpoint.save_model_dir(AlbertPretrainer(config), model_dir,
-                              tasks_testdata.spm_model_path())
+    model_dir_lib.save_model_dir(AlbertPretrainer(config), model_dir,
+                                 tasks_testdata.spm_model_path())
     glue = tasks_testdata.write_glue(os.path.join(root, "glue"))
     squad1, _ = tasks_testdata.write_squad(os.path.join(root, "v1.json"))
     squad2, _ = tasks_testdata.write_squad(os.path.join(root, "v2.json"), True)
@@ -249,11 +249,8 @@ def test_a_full_disk_while_saving_is_one_line_and_keeps_the_checkpoints(
 
 
 def _verdict(chance, start, history):
-    """`Trainer._chance_verdict` of a task whose chance loss is `chance`."""
-    trainer = types.SimpleNamespace(
-        task=types.SimpleNamespace(chance_loss=lambda: chance),
-        options=types.SimpleNamespace(warmup_flag="--warmup_step"))
-    return Trainer._chance_verdict(trainer, start, history)
+    """`baselines.chance_verdict` of a task whose chance loss is `chance`."""
+    return baselines.chance_verdict(history, start, chance, "--warmup_step")
 
 
 def test_a_final_loss_at_chance_is_a_warning_in_the_summary(caplog):

@@ -110,4 +110,4 @@ def test_an_explicit_choice_compiles_one_way_only(tmp_path):
     runner = fixtures_pretraining.trainer(
         fixtures_pretraining.options(data, out, jit_compile=False))
     runner.train()
-    assert set(runner._train_loops) == {False}
+    assert runner.loops.choices() == {False}

@@ -156,8 +156,8 @@ def run_classifier(options, strategy=None):
         _check_train_size(len(train["label_ids"]), options, os.path.join(
             options.data_dir, task.files["train"]))
 
-    def evaluate(trainer):
-        logits = trainer.predict(dev, options.eval_batch_size)["logits"]
+    def evaluate(evaluator):
+        logits = evaluator.predict(dev, options.eval_batch_size)["logits"]
         return glue_reader.compute_metrics(task, dev["label_ids"], logits)
 
     def model_fn(dtype):
@@ -183,7 +183,8 @@ def run_classifier(options, strategy=None):
     trainer, report = finetuning_task.run_finetuning(ft_task, options, strategy)
     report["task"] = task.name
     if test is not None:
-        logits = trainer.predict(test[1], options.predict_batch_size)["logits"]
+        logits = trainer.evaluator.predict(
+            test[1], options.predict_batch_size)["logits"]
         report["submission"] = glue_reader.write_submission(task, test[0], logits,
                                                             options.output_dir)
     return trainer, report
@@ -229,9 +230,9 @@ def run_squad(options, strategy=None):
         predict = (examples, squad_reader.convert_examples(
             examples, tokenizer, is_training=False, **window))
 
-    def answer(trainer):
+    def answer(evaluator):
         examples, features = predict
-        out = trainer.predict(features.arrays, options.predict_batch_size)
+        out = evaluator.predict(features.arrays, options.predict_batch_size)
         na = 1.0 / (1.0 + np.exp(-out["no_answer_logits"])) if v2 else None
         answers, _, na_probs = squad_reader.postprocess(
             examples, features, out["start_logits"], out["end_logits"], na,
@@ -241,8 +242,8 @@ def run_squad(options, strategy=None):
                                                    options.na_prob_threshold)
         return answers, na_probs
 
-    def evaluate(trainer):
-        answers, na_probs = answer(trainer)
+    def evaluate(evaluator):
+        answers, na_probs = answer(evaluator)
         data, _ = squad_reader.load_dataset(options.predict_file)
         result = metrics.squad_evaluate(data, answers, na_probs,
                                         options.na_prob_threshold)
@@ -272,7 +273,7 @@ def run_squad(options, strategy=None):
             "dev": ("--predict_file", [options.predict_file])}))
     trainer, report = finetuning_task.run_finetuning(ft_task, options, strategy)
     if options.do_predict:
-        answers, na_probs = answer(trainer)
+        answers, na_probs = answer(trainer.evaluator)
         report["predictions"] = squad_reader.write_predictions(
             options.output_dir, answers, na_probs)
     return trainer, report
@@ -309,8 +310,8 @@ def run_race(options, strategy=None):
         _check_train_size(len(train["label_ids"]), options, os.path.join(
             options.data_dir, "train"))
 
-    def evaluate(trainer):
-        logits = trainer.predict(dev, options.eval_batch_size)["logits"]
+    def evaluate(evaluator):
+        logits = evaluator.predict(dev, options.eval_batch_size)["logits"]
         labels, predictions = dev["label_ids"], np.argmax(logits, -1)
         accuracy = metrics.accuracy(labels, predictions)
         return {"accuracy": accuracy,
@@ -337,7 +338,8 @@ def run_race(options, strategy=None):
     trainer, report = finetuning_task.run_finetuning(ft_task, options, strategy)
     if test is not None:
         examples, arrays = test
-        logits = trainer.predict(arrays, options.predict_batch_size)["logits"]
+        logits = trainer.evaluator.predict(
+            arrays, options.predict_batch_size)["logits"]
         report["predictions"] = race_reader.write_predictions(
             options.output_dir, examples, logits)
         if (arrays["label_ids"] >= 0).all():

@@ -29,7 +29,7 @@ from albert_tf.training import baselines
 from albert_tf.training import model_dir
 from albert_tf.training import results as results_lib
 from albert_tf.training.options import DTYPES
-from albert_tf.training.trainer import Trainer
+from albert_tf.training.trainer import build_trainer
 from albert_tf.training.trainer_task import TrainingTask
 from foundation import redaction
 
@@ -157,7 +157,8 @@ class FinetuningTask(TrainingTask):
         loss_fn: `(outputs, features) -> [B]` per-example losses.
         train_features: dict of NumPy arrays (inputs and labels), or None
             when not training.
-        evaluate_fn: `trainer -> metrics` holding `score` (higher is better).
+        evaluate_fn: `evaluator -> metrics` holding `score` (higher is
+            better); `evaluator` is the run's `evaluation.Evaluator`.
         seed: seed of the data order.
         task_info: what defines the task (name, labels, ...): kept beside
             the checkpoints as `task.json` with the encoder's
@@ -230,8 +231,8 @@ class FinetuningTask(TrainingTask):
     def metrics(self, stats):
         return {"loss": stats[0] / tf.maximum(stats[1], 1.0)}
 
-    def evaluate(self, trainer):
-        return self.evaluate_fn(trainer)
+    def evaluate(self, evaluator):
+        return self.evaluate_fn(evaluator)
 
     def describe_evaluation(self, metrics):
         """Each metric beside the majority-class baseline of the dev
@@ -303,19 +304,19 @@ def run_finetuning(task, options, strategy=None):
         `collapse_warning` (`collapse_report`).
     """
     keras.utils.set_random_seed(options.seed)
-    trainer = Trainer(task, options, strategy)
+    trainer = build_trainer(task, options, strategy)
     report = {}
     if options.do_train:
         report["train"] = trainer.train()
     else:
         trainer.restore()
     if options.do_eval:
-        trainer.evaluate_pending()
+        trainer.evaluator.evaluate_pending()
         report["eval_results"] = results_lib.read_eval_results(
             os.path.join(options.output_dir, results_lib.EVAL_RESULTS))
         report["best"] = results_lib.best_result(options.output_dir)
         report.update(collapse_report(task, report["best"]))
-    path = trainer.restore_best_or_latest()
+    path = trainer.evaluator.restore_best_or_latest()
     if path is None and not options.do_train:
         logging.warning("No checkpoint in %s: predicting with the initial "
                         "weights.", options.output_dir)

@@ -6,12 +6,15 @@ every time gets. The evaluations put each metric beside what a model that
 ignores its input gets (chance, the most frequent label or piece) and say
 "at chance" when a 95% binomial (Wilson) interval over the evaluated
 examples reaches that baseline. A classifier that answers one class for
-every example is "collapsed", whatever its accuracy.
+every example is "collapsed", whatever its accuracy. A training loss that
+ends where a model that ignores its input would be has not learned
+(`chance_verdict`).
 """
 
 import math
 
 import numpy as np
+from absl import logging
 
 Z_95 = 1.959964
 
@@ -79,3 +82,48 @@ def describe(name, value, baseline, n, baseline_name):
                else "at chance")
     return (f"{name} {value:.4f} ({baseline_name} {baseline:.4f}: {verdict}, "
             f"95% interval {low:.4f}-{high:.4f} over {n})")
+
+
+# A final training loss this close (relative) to the chance loss, or above
+# it, has not learned (`chance_verdict`).
+CHANCE_TOLERANCE = 0.02
+
+
+def chance_verdict(history, start, chance, warmup_flag):
+    """`{"at_chance": bool}` (with a logged `warning` when True), or {}
+    when the losses cannot tell.
+
+    The reference is the task's chance loss (what a model that ignores its
+    input reaches: the training labels' entropy for a classifier), else, for
+    a run that started at step 0, its first loop's loss. A final loss not
+    `CHANCE_TOLERANCE` (relative) below it has not learned.
+
+    Args:
+        history: `[(step, loss)]` of the run's loops, in order.
+        start: the step the run started at.
+        chance: the task's chance loss, or None when it does not know it.
+        warmup_flag: the job's warm-up flag, named in the advice.
+    """
+    if not history:
+        return {}
+    final = history[-1][1]
+    if chance is not None and chance <= 0:
+        return {}  # One label only: there is nothing to learn.
+    if chance is not None:
+        reference = (f"chance ({chance:.4g}, the loss of a model that "
+                     "ignores its input)")
+    elif start == 0 and len(history) > 1:
+        chance = history[0][1]
+        reference = (f"the first logged loss ({chance:.4g} at step "
+                     f"{history[0][0]})")
+    else:
+        return {}
+    if final < chance - CHANCE_TOLERANCE * abs(chance):
+        return {"at_chance": False}
+    warning = (
+        f"The training loss ended at {final:.4g} (step {history[-1][0]}), "
+        f"not {CHANCE_TOLERANCE:.0%} below {reference}: the model has not "
+        f"learned. Try a lower --learning_rate, a longer warm-up "
+        f"({warmup_flag}) or another --seed.")
+    logging.warning("%s", warning)
+    return {"at_chance": True, "chance_loss": chance, "warning": warning}

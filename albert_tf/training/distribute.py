@@ -103,3 +103,16 @@ def is_chief(strategy):
         return True
     has_chief = "chief" in resolver.cluster_spec().as_dict()
     return task_type == "worker" and task_id == 0 and not has_chief
+
+
+def is_single_process(strategy):
+    """Whether this process runs every replica of `strategy` (no cluster of
+    workers whose compiled calls must agree step for step)."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None:
+        return True
+    try:
+        spec = resolver.cluster_spec().as_dict()
+    except (ValueError, RuntimeError, tf.errors.OpError):
+        return False
+    return sum(len(tasks) for tasks in spec.values()) <= 1

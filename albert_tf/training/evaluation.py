@@ -1,11 +1,13 @@
-"""Evaluation and prediction on a `Trainer`'s model (a base class of it).
+"""Evaluation and prediction of a training run's model (the `Trainer`'s
+collaborator).
 
 `evaluate_and_record` scores one checkpoint with the task, appends the
 result to `eval_results.txt` and keeps the best model in `best/` (format in
 `albert_tf.training.results`); `predict` and `sum_stats` run the compiled
-model over NumPy arrays or a dataset under the trainer's strategy.
+model over NumPy arrays or a dataset under the run's strategy.
 """
 
+import contextlib
 import os
 
 import numpy as np
@@ -13,20 +15,59 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.models.encoder import INPUT_NAMES
-from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import results as results_lib
 from foundation import progress
 
 
-class Evaluation:
-    """Evaluation methods of `Trainer` (which provides `model`, `task`,
-    `strategy`, `output_dir`, `is_chief`, `holding_output()` and
-    `_compiled()`)."""
+class Evaluator:
+    """Evaluates and predicts with a run's model, under its strategy.
+
+    Args:
+        task: the job's `TrainingTask` (its `evaluate` receives this
+            evaluator).
+        model: the built model.
+        strategy: the `tf.distribute.Strategy` it was built under.
+        checkpoints: the run's `checkpoint.RunCheckpoints` (what is
+            evaluated, and the weights read).
+        options: the job's options (`output_dir`, `progress_interval_s`).
+        is_chief: whether this process writes the results.
+        hold: a function returning the context that holds the run's folder
+            (`Trainer.holding_output`).
+    """
+
+    def __init__(self, task, model, strategy, checkpoints, options,
+                 is_chief=True, hold=contextlib.nullcontext):
+        self.task, self.model, self.strategy = task, model, strategy
+        self.checkpoints, self.options = checkpoints, options
+        self.output_dir = options.output_dir
+        self.is_chief, self._hold = is_chief, hold
+        self._functions = None
+
+    def _compiled(self):
+        """`(stats_step, predict_step)`, traced once."""
+        if self._functions is None:
+            strategy, task, model = self.strategy, self.task, self.model
+
+            @tf.function(autograph=False)
+            def stats_step(features):
+                stats = strategy.run(lambda f: task.stats(
+                    model, f, training=False), args=(features,))
+                return strategy.reduce(tf.distribute.ReduceOp.SUM, stats,
+                                       axis=None)
+
+            @tf.function(autograph=False)
+            def predict_step(features):
+                return strategy.run(lambda f: model(
+                    {k: f[k] for k in INPUT_NAMES}, training=False),
+                    args=(features,))
+
+            self._functions = stats_step, predict_step
+        return self._functions
 
     def sum_stats(self, dataset, max_batches=None):
         """The task's statistics summed over (up to `max_batches` of) a
         dataset of global batches; returns `(stats, batches)`."""
-        stats_step = self._compiled()[1]
+        stats_step = self._compiled()[0]
         total = tf.zeros([len(self.task.stat_names)])
         batches = 0
         reporter = self._reporter("eval", max_batches)
@@ -50,7 +91,7 @@ class Evaluation:
     def predict(self, features, batch_size):
         """Model outputs for every row of `features` (a dict of NumPy
         arrays), in order, as a dict of NumPy arrays."""
-        predict_step = self._compiled()[2]
+        predict_step = self._compiled()[1]
         inputs = {k: features[k] for k in INPUT_NAMES}
         num = len(inputs[INPUT_NAMES[0]])
         padded = -(-num // batch_size) * batch_size
@@ -73,18 +114,12 @@ class Evaluation:
         return {k: np.concatenate([c[k] for c in chunks])[:num]
                 for k in (chunks[0] if chunks else {})}
 
-    def restore_weights(self, path):
-        """Loads the model weights (not the optimizer) of a checkpoint."""
-        checkpoint_lib.read_checked(
-            tf.train.Checkpoint(**{results_lib.MODEL_KEY: self.model}), path,
-            self._config())
-
     def evaluate_and_record(self, path, use_current_weights=False):
         """Evaluates checkpoint `path` with the task, appends the result to
         `eval_results.txt`, and copies the model to `best/` if it is the best
         so far by the task's `best_metric`. Returns the result dict."""
         if not use_current_weights:
-            self.restore_weights(path)
+            self.checkpoints.restore_weights(path)
         reader = tf.train.load_checkpoint(path)
         step = next(int(reader.get_tensor(k))
                     for k in reader.get_variable_to_shape_map()
@@ -126,8 +161,8 @@ class Evaluation:
         Raises:
             ValueError: there is no checkpoint to evaluate.
         """
-        with self.holding_output():
-            paths = self.checkpoint_paths()
+        with self._hold():
+            paths = self.checkpoints.paths()
             if not paths:
                 raise ValueError(f"No checkpoint to evaluate in "
                                  f"{self.output_dir!r}: train first "
@@ -140,10 +175,5 @@ class Evaluation:
     def restore_best_or_latest(self):
         """Loads the weights of `best/` if there is one, else of the newest
         checkpoint; returns the path read (None: nothing to read)."""
-        best = os.path.join(self.output_dir, results_lib.BEST_DIR,
-                            results_lib.BEST_CHECKPOINT)
-        path = best if tf.io.gfile.exists(best + ".index") else (
-            tf.train.latest_checkpoint(self.output_dir))
-        if path:
-            self.restore_weights(path)
-        return path
+        return self.checkpoints.restore_best_or_latest(os.path.join(
+            self.output_dir, results_lib.BEST_DIR, results_lib.BEST_CHECKPOINT))

@@ -26,6 +26,8 @@ Shape legend: T sequence length, E embedding, H hidden, I intermediate,
 N heads, L executed layers, P predictions, V vocabulary.
 """
 
+from absl import logging
+
 GIB = 1024 ** 3
 
 
@@ -87,3 +89,20 @@ def describe(numbers, micro_batch):
                 numbers["shared_gradients"] / GIB,
                 numbers["activations_per_example"] / GIB, micro_batch,
                 numbers["activations"] / GIB, numbers["total"] / GIB))
+
+
+def log_estimate(config, model, options, num_replicas):
+    """Logs the estimate of one replica's training step (nothing for a
+    model without an `AlbertConfig` or a job without `max_seq_length`)."""
+    seq_length = getattr(options, "max_seq_length", None)
+    if config is None or not seq_length:
+        return
+    micro_batch = (options.train_batch_size // num_replicas
+                   // options.gradient_accumulation_steps)
+    dtype = ("bfloat16" if model.dtype_policy.compute_dtype == "bfloat16"
+             else "float32")
+    numbers = estimate(config, model.count_params(), seq_length, micro_batch,
+                       dtype, options.gradient_accumulation_steps,
+                       getattr(options, "max_predictions_per_seq", 0))
+    logging.info("Memory estimate per replica: %s.",
+                 describe(numbers, micro_batch))

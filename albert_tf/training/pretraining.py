@@ -20,10 +20,11 @@ from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import dynamic_masking
 from albert_tf.training import input_pipeline
 from albert_tf.training import losses
+from albert_tf.training import model_dir
 from albert_tf.training import model_files
 from albert_tf.training import record_checks
 from albert_tf.training import results as results_lib
-from albert_tf.training.trainer import Trainer
+from albert_tf.training.trainer import build_trainer
 from albert_tf.training.trainer_task import TrainingTask
 from foundation import redaction
 
@@ -116,12 +117,12 @@ class PretrainingTask(TrainingTask):
             return None, None
         logging.info("Vocabulary %s (from %s): copied as %s into %s and "
                      "best/, complete model folders.", found, origin,
-                     model_files.SPM_NAME, options.output_dir)
+                     model_dir.SPM_NAME, options.output_dir)
         return found, origin
 
     def model_files(self):
         vocabulary, _ = self.vocabulary()
-        return {model_files.SPM_NAME: vocabulary} if vocabulary else {}
+        return {model_dir.SPM_NAME: vocabulary} if vocabulary else {}
 
     def build_model(self, dtype):
         return AlbertPretrainer(self.config, dtype=dtype)
@@ -178,7 +179,7 @@ class PretrainingTask(TrainingTask):
         logging.info("Initialized the model from %s", redaction.redact(path))
 
     def config_files(self):
-        return {checkpoint_lib.CONFIG_NAME: self.config.to_dict()}
+        return {model_dir.CONFIG_NAME: self.config.to_dict()}
 
     def dataset(self, input_file, batch_size, is_training, input_context=None,
                 skip_batches=0, flag="--input_file"):
@@ -243,7 +244,7 @@ class PretrainingTask(TrainingTask):
         if next(iter(dataset.take(1)), None) is None:
             raise self._too_few_evaluation_records(input_file)
 
-    def evaluate(self, trainer):
+    def evaluate(self, evaluator):
         """The four official metrics over up to `max_eval_steps` batches of
         the evaluation records.
 
@@ -251,7 +252,8 @@ class PretrainingTask(TrainingTask):
             ValueError: the records hold less than one evaluation batch.
         """
         input_file, dataset = self._evaluation_dataset()
-        stats, batches = trainer.sum_stats(dataset, self.options.max_eval_steps)
+        stats, batches = evaluator.sum_stats(dataset,
+                                             self.options.max_eval_steps)
         if batches == 0:
             raise self._too_few_evaluation_records(input_file)
         metrics = {k: float(v) for k, v in losses.metrics_from_stats(stats).items()}
@@ -331,7 +333,8 @@ def run_pretraining(options, strategy=None, task=None):
         TrainingDivergedError: the loss became NaN or infinite.
     """
     keras.utils.set_random_seed(options.seed)
-    trainer = Trainer(task or PretrainingTask(options), options, strategy)
+    trainer = build_trainer(task or PretrainingTask(options), options,
+                            strategy)
     # One writer for the whole run, training and evaluation.
     with trainer.holding_output():
         return _run(trainer, options)
@@ -348,7 +351,7 @@ def _run(trainer, options):
             trainer.restore()
         # Training evaluated its checkpoints as they were written; this
         # evaluates those of earlier runs (or of a --nodo_train run).
-        report["eval"] = trainer.evaluate_pending()
+        report["eval"] = trainer.evaluator.evaluate_pending()
         report["eval_results"] = results_lib.read_eval_results(
             os.path.join(options.output_dir, results_lib.EVAL_RESULTS))
     return report

@@ -85,7 +85,8 @@ class TrainingTask:
         del metrics
         return None
 
-    def evaluate(self, trainer):
+    def evaluate(self, evaluator):
         """Evaluation metrics of the model's current weights (a dict holding
-        `best_metric`)."""
+        `best_metric`), computed with `evaluator` (an
+        `evaluation.Evaluator`: `predict`, `sum_stats`)."""
         raise NotImplementedError

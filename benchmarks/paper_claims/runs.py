@@ -23,7 +23,7 @@ from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.training import checkpoint as checkpoint_lib
 from albert_tf.training import pretraining
 from albert_tf.training.options import PretrainingOptions
-from albert_tf.training.trainer import Trainer
+from albert_tf.training.trainer import build_trainer
 from benchmarks.paper_claims import keras_hub_parity
 
 SUMMARY = "summary.json"
@@ -213,9 +213,10 @@ def evaluate(base_config, recipe, data, summary, eval_task, checkpoint=None):
                                   data, spec, summary["output_dir"],
                                   eval_task=eval_task)
     task = task_for(spec, options)
-    trainer = Trainer(task, options)
-    trainer.restore_weights(checkpoint or summary["checkpoints"][-1])
-    return task.evaluate(trainer)
+    trainer = build_trainer(task, options)
+    trainer.checkpoints.restore_weights(
+        checkpoint or summary["checkpoints"][-1])
+    return task.evaluate(trainer.evaluator)
 
 
 def finetune(base_config, data, summary, seed, num_train_steps):
