@@ -86,5 +86,5 @@ def run_training_program(options_cls, run, doc, argv=None):
         return report
 
     flag_options.run_program(options_cls, locked_run, argv, doc=doc,
-                    errors=flag_options.USER_ERRORS + (TrainingDivergedError,),
-                    tensorflow=False)
+                             errors=flag_options.USER_ERRORS + (TrainingDivergedError,),
+                             tensorflow=False)

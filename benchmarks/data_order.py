@@ -159,7 +159,7 @@ def main(argv):
             spread = statistics.stdev(values) if len(values) > 1 else 0.0
             cells.append("%.4f ± %.4f" % (statistics.mean(values), spread))
         print("| %s order | %.3f | %s |" % (order, mixing[order],
-                                           " | ".join(cells)))
+                                            " | ".join(cells)))
 
 
 if __name__ == "__main__":

@@ -115,10 +115,10 @@ def run(preset, seq_length, batch, iters_b1, iters_b32, warmup, workdir):
          lambda rows: functools.partial(preprocessor, tf.constant(rows))),
     )
     b1 = serving_common.time_interleaved([make(texts[:1]) for _, _, make in paths],
-                           iters_b1, warmup)
+                                         iters_b1, warmup)
     print("  timed batch 1", flush=True)
     bn = serving_common.time_interleaved([make(texts) for _, _, make in paths],
-                           iters_b32, warmup)
+                                         iters_b32, warmup)
     print("  timed batch %d" % batch, flush=True)
     results = [(name, kind, serving_common.stats(t1, 1),
                 serving_common.stats(tn, batch))
@@ -243,9 +243,9 @@ def format_shapes(rows, preset, seq_length):
     for name, real, dynamic, fixed in rows:
         lines.append("| %s | %s | %.1f | %.1f | %.2fx the latency | %.1f "
                      "| %.1f |" % (
-            name, real, dynamic["median_ms"], fixed["median_ms"],
-            fixed["median_ms"] / dynamic["median_ms"], dynamic["throughput"],
-            fixed["throughput"]))
+                         name, real, dynamic["median_ms"], fixed["median_ms"],
+                         fixed["median_ms"] / dynamic["median_ms"],
+                         dynamic["throughput"], fixed["throughput"]))
     short, long_ = rows[0][2]["median_ms"], rows[2][2]["median_ms"]
     gain = rows[3][2]["throughput"] / rows[3][3]["throughput"]
     lines += [

@@ -499,8 +499,8 @@ class _Measure(beam.DoFn):
             [output_lib.finished_path(p, _REMOTE) for p in plan.shard_paths],
             sum(records_per_shard), self._vocab_size, _REMOTE)
         statistics_lib.add_run(stats, plan.inputs, plan.shard_paths,
-                          records_per_shard, time.time() - self._start_time,
-                          self._settings)
+                               records_per_shard, time.time() - self._start_time,
+                               self._settings)
         stats["vocabulary"] = self._vocabulary
         tfrecord.write_text_atomically(_stats_path(self._temp_dir),
                                        json.dumps(stats, indent=2) + "\n",
@@ -769,5 +769,5 @@ def _create_locked(input_file, output_file, spm_model_file, runner,
     lock.remove_previous_leftovers()
     stats = json.loads(reader.read_bytes(plan.stats_path, _REMOTE))
     statistics_lib.log_summary(stats, reader.ReadCounters(**stats["read"]),
-                          plan.stats_path)
+                               plan.stats_path)
     return stats

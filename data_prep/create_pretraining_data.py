@@ -149,4 +149,4 @@ def main(options, pipeline_args=()):
 
 if __name__ == "__main__":
     flag_options_lib.run_program(Options, main, doc=__doc__, pass_through="runner",
-                    tensorflow=False)
+                                 tensorflow=False)

@@ -51,7 +51,7 @@ def _candidate_words(maskable, word_start, options, rng):
     words_left = group_end[np.cumsum(new_group) - 1] - np.arange(num_words)
     available = np.minimum(words_left, options.ngram)
     cdf = ngram_masking.ngram_cdf(options.ngram,
-                            options.favor_shorter_ngram)[available - 1]
+                                  options.favor_shorter_ngram)[available - 1]
     draw = rng.random(num_words)
     ngram = np.ones(num_words, np.int64)
     for column in range(options.ngram - 1):
@@ -152,7 +152,7 @@ def mask_records(features, options, vocab_size, rng):
         maskable, word_start, options, rng)
     seq_len = in_sequence.sum(axis=1)
     budget = ngram_masking.prediction_budget(seq_len, options.masked_lm_prob,
-                                       max_pred)
+                                             max_pred)
     span_row, span_start, span_end, ngram_counts = _choose_spans(
         word_col, word_end, ngram, order,
         np.searchsorted(word_row, np.arange(count + 1)), budget, options.ngram)

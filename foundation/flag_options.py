@@ -239,7 +239,7 @@ def _flags_parser(program, known_only):
 
 
 def run_program(options_cls, main_fn, argv=None, errors=USER_ERRORS, doc=None,
-        pass_through=None, tensorflow=True):
+                pass_through=None, tensorflow=True):
     """Defines the flags of `options_cls`, parses the command line and calls
     `main_fn(options)`.
 

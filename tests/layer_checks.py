@@ -174,7 +174,7 @@ def _check_training_step(model, inputs, outputs, has_dropout):
         if grad is not None:
             weight.assign_sub(tf.convert_to_tensor(grad))
     unchanged = [w.path for w, old, g in zip(model.trainable_weights, before,
-                                              grads)
+                                             grads)
                  if g is not None and np.array_equal(np.array(w), old)]
     assert not unchanged, "a training step left these unchanged: %s" % unchanged
 

@@ -178,8 +178,8 @@ CASES = [
     Case("sequence longer than the position table", lambda w: (_pretrain(
         w, f"{w['root']}/c5", config=_other_config(
             w, max_position_embeddings=16)), []),
-        r"run_pretraining: error: --max_seq_length=32 is longer than the "
-        r"model's max_position_embeddings=16"),
+         r"run_pretraining: error: --max_seq_length=32 is longer than the "
+         r"model's max_position_embeddings=16"),
     Case("init_checkpoint of another config", lambda w: (_pretrain(
         w, f"{w['root']}/c6", f"--init_checkpoint={_healthy_run(w)}/ckpt-4",
         config=_other_config(w, embedding_size=32)), [_healthy_run(w)]),

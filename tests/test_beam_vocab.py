@@ -63,7 +63,7 @@ def test_train_vocab_on_beam_equals_local(tmp_path, files):
 
 
 def test_train_vocab_on_a_dask_cluster_equals_local(tmp_path, files,
-                                                     monkeypatch):
+                                                    monkeypatch):
     """The DaskRunner on an in-process cluster, through relative paths
     (made absolute for the workers)."""
     import distributed

@@ -19,7 +19,7 @@ def _cli(*args):
 
 
 def test_cli_converts_and_reports_bad_inputs(tmp_path, random_pretrainer,
-                                            assert_same_model, albert_spm_model):
+                                             assert_same_model, albert_spm_model):
     model = random_pretrainer(num_hidden_groups=2, inner_group_num=2)
     ours = str(tmp_path / "ours")
     model_dir.save_model_dir(model, ours, spm_model_file=albert_spm_model)

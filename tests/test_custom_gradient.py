@@ -17,9 +17,9 @@ from albert_tf.layers import custom_gradient
 def _square(x):
     """x**2 whose gradient is deliberately 3 * x * dy (autodiff gives 2x):
     a gradient of 3x shows the custom one was used."""
-    return custom_gradient.with_gradient("TestSquareTimesThree", lambda x: [x * x],
-                          lambda args, outputs, dys: [3.0 * args[0] * dys[0]],
-                          [x])[0]
+    return custom_gradient.with_gradient(
+        "TestSquareTimesThree", lambda x: [x * x],
+        lambda args, outputs, dys: [3.0 * args[0] * dys[0]], [x])[0]
 
 
 X = tf.constant([1.0, -2.0, 0.5])

@@ -91,7 +91,7 @@ def _assert_same_files(expected, actual):
             expected[name], actual[name] = (
                 {k: v for k, v in json.loads(stats).items()
                  if k not in _TIMING} for stats in (expected[name],
-                                                     actual[name]))
+                                                    actual[name]))
         assert expected[name] == actual[name], name
 
 

@@ -151,8 +151,8 @@ def test_finetune_through_the_exported_encoder_and_serve(tmp_path):
     with open(spm_model, "rb") as f:
         proto = f.read()
     paths = pretrained_export.export_pretrainer(AlbertPretrainer(config), proto,
-                                       str(tmp_path / "export"),
-                                       max_seq_length=32, save_keras=False)
+                                                str(tmp_path / "export"),
+                                                max_seq_length=32, save_keras=False)
     result = downstream.finetune(paths["encoder"], spm_model, task,
                                  num_train_steps=6, batch_size=8,
                                  max_seq_length=32)
@@ -167,14 +167,14 @@ def test_finetune_through_the_exported_encoder_and_serve(tmp_path):
                       for v in values)
 
     assert not np.allclose(sums(tuned), sums(v.numpy() for v in
-                                              fresh.variables), rtol=1e-7)
+                                             fresh.variables), rtol=1e-7)
 
     # The fine-tuned model serves raw text through the CLIs' classifier
     # export, with its own numbers.
     served = finetuned_exports.export_classifier(model, spm_model,
-                                     str(tmp_path / "cls"),
-                                     labels=list(task.labels),
-                                     max_seq_length=32, model_name="order")
+                                                 str(tmp_path / "cls"),
+                                                 labels=list(task.labels),
+                                                 max_seq_length=32, model_name="order")
     loaded = tf.saved_model.load(served)
     firsts = [a for a, _ in task.dev_pairs[:5]]
     seconds = [b for _, b in task.dev_pairs[:5]]

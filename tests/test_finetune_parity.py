@@ -65,7 +65,7 @@ def test_cosine_and_relative_difference():
     assert cosine([1, 2], [2, 4]) == pytest.approx(1.0)
     assert cosine([0, 0], [0, 0]) == 1.0
     np.testing.assert_allclose(relative_difference([1.0, 0.0, 2.0],
-                                                          [1.1, 0.0, 2.0]),
+                                                   [1.1, 0.0, 2.0]),
                                [0.1 / 1.1, 0.0, 0.0])
 
 
@@ -97,7 +97,7 @@ def test_made_tasks_read_as_glue_and_squad(tmp_path):
     from albert_tf.tasks import squad_reader
 
     data_dir = write_classification_task(str(tmp_path / "sst"),
-                                                max_train=50, max_dev=20)
+                                         max_train=50, max_dev=20)
     train, _ = glue_reader.read_examples("sst-2", data_dir, "train")
     dev, _ = glue_reader.read_examples("sst-2", data_dir, "dev")
     assert len(train) == 50 and len(dev) == 20
@@ -163,7 +163,7 @@ def test_options_are_checked(tmp_path, capsys):
     # A bad flag: one line, no traceback, nothing written.
     out = str(tmp_path / "out")
     code = main([f"--output_dir={out}", "--train_file=missing.json",
-                        "--predict_file=missing.json"])
+                 "--predict_file=missing.json"])
     assert code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "No SQuAD file at missing.json" in err
@@ -306,7 +306,7 @@ def test_short_run_matches_the_reference(tmp_path):
     rte = tmp_path / "rte"
     rte.mkdir()
     sst = write_classification_task(str(tmp_path / "sst"),
-                                           max_train=200, max_dev=100)
+                                    max_train=200, max_dev=100)
     for split in ("train", "dev"):
         with open(os.path.join(sst, f"{split}.tsv")) as f:
             rows = [line.rstrip("\n").split("\t") for line in f][1:]

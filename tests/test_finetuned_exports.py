@@ -82,5 +82,5 @@ def test_span_extractor_dynamic_equals_fixed(exported_tasks, tmp_path):
         assert len(answer.split()) <= 5
     with pytest.raises(ValueError, match="serving_shape must be one of"):
         finetuned_exports.export_span_extractor(exported_tasks.span_extractor,
-                                    exported_tasks.spm_path, str(tmp_path),
-                                    serving_shape="padded")
+                                                exported_tasks.spm_path, str(tmp_path),
+                                                serving_shape="padded")

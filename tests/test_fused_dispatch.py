@@ -100,7 +100,7 @@ def test_keras_jit_compiled_fit_traces_no_fused_kernel():
         # than half of Adam's time (2.4 s against 5.5 s).
         wrapped.compile(optimizer="sgd",
                         loss=keras.losses.SparseCategoricalCrossentropy(
-            from_logits=True), jit_compile=True)
+                            from_logits=True), jit_compile=True)
         wrapped.fit(batch, tf.constant([0, 1]), epochs=1, verbose=0)
     finally:
         fused_dispatch.use_fused = original

@@ -281,8 +281,8 @@ OPTIONS = {
         favor_shorter_ngram=False),
     # A cap above round(95 * 0.3), where float32 rounding would differ.
     "tokens": ngram_masking.MaskingOptions(max_predictions_per_seq=30,
-                                     masked_lm_prob=0.3,
-                                     do_whole_word_mask=False),
+                                           masked_lm_prob=0.3,
+                                           do_whole_word_mask=False),
 }
 
 

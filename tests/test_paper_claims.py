@@ -191,7 +191,7 @@ def test_peer_computes_our_function_up_to_its_head_epsilon():
     keras_hub_parity.copy_weights(ours, theirs)
     shipped = keras_hub_parity.output_difference(ours, theirs, features)
     matched = keras_hub_parity.output_difference(ours, theirs, features,
-                                     head_epsilon=config.layer_norm_epsilon)
+                                                 head_epsilon=config.layer_norm_epsilon)
     assert shipped["sop_logits"] < 1e-5
     assert matched["mlm_logits"] < 1e-5 < shipped["mlm_logits"] < 1e-2
     # The comparison leaves keras-hub's own epsilon in place.

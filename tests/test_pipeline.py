@@ -315,7 +315,7 @@ def test_rerun_over_its_own_outputs_reads_text_and_reshards(
 
 
 def test_interrupted_reshard_keeps_the_earlier_run(tmp_path, corpus_dir,
-                                                    spm_model_path, monkeypatch):
+                                                   spm_model_path, monkeypatch):
     data = tmp_path / "data"
     data.mkdir()
     _small_corpus(data, corpus_dir, documents=200)

@@ -27,7 +27,7 @@ def test_split_corpus_holds_out_whole_documents(tmp_path):
             for i in range(45)]
     files = [str(tmp_path / name) for name in ("t.txt", "e.txt", "d.txt")]
     counts = data.split_corpus(iter(docs), *files, eval_every=10,
-                                     downstream_every=5)
+                               downstream_every=5)
     assert counts["downstream_documents"] == 9
     assert counts["documents"] == 36 and counts["sentences"] == 72
     assert counts["eval_documents"] == 3 and counts["train_documents"] == 33

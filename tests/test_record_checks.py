@@ -38,7 +38,7 @@ def _serialized(num, seq=L, pred=P, masked=True, seed=0):
         return [tf.train.Example(features=tf.train.Features(feature={
             name: tf.train.Feature(int64_list=tf.train.Int64List(
                 value=values[row])) for name, values in features.items()}))
-            .SerializeToString() for row in range(num)]
+                .SerializeToString() for row in range(num)]
     return schema.encode_examples(features)
 
 
@@ -172,7 +172,7 @@ def test_skip_corrupt_records_keeps_the_rest_and_logs_it(tmp_path, capfd):
 
 
 def test_run_pretraining_names_a_shape_mismatch_before_writing(tmp_path,
-                                                                caplog):
+                                                               caplog):
     # The library entry of `python -m albert_tf.run_pretraining`: its
     # ValueError is what the program prints as one line with exit status 1
     # (the same case runs as a command line in tests/test_bad_inputs.py).

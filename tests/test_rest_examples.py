@@ -40,7 +40,7 @@ def test_check_response_binds_free_names_once():
 
 
 def test_left_out_text_b_is_the_signature_default(exported_albert,
-                                                   loaded_serving_model):
+                                                  loaded_serving_model):
     path = exported_albert.paths["serving"]
     defaults = rest_examples.signature_defaults(path, "serving_default")
     assert list(defaults) == ["text_b"] and defaults["text_b"].shape == (0,)

@@ -158,7 +158,7 @@ def test_readme_table_is_rendered_from_the_table_and_exports(all_models):
 
 
 def test_program_prints_the_table_of_an_export_folder(exported_albert, capsys,
-                                                     tmp_path):
+                                                      tmp_path):
     assert serving_compat.main([exported_albert.export_dir]) == 0
     models = serving_compat.exported_models(exported_albert.export_dir)
     assert list(models) == ["albert", "albert_encoder", "albert_preprocessor"]

@@ -16,7 +16,7 @@ from export import serving_dtype_auto
 
 def test_sample_inputs_are_packed_pseudo_texts(spm_model):
     inputs = serving_dtype_auto.sample_inputs(spm_model, seq_length=24,
-                                            rows=6, masks=3)
+                                              rows=6, masks=3)
     ids, mask = inputs["input_word_ids"], inputs["input_mask"]
     assert ids.shape == mask.shape == inputs["input_type_ids"].shape == (6, 24)
     assert inputs["masked_lm_positions"].shape == (6, 3)
@@ -70,7 +70,7 @@ def test_agreement_measures_and_tolerances():
     assert labels == {"label_agreement": pytest.approx(199 / 200)}
     assert serving_dtype_auto.failures(labels) == []  # 99.5% is within 0.5
     score = serving_dtype_auto.agreement({"logits": rng.normal(size=(5, 1))},
-                                       {"logits": rng.normal(size=(5, 1))})
+                                         {"logits": rng.normal(size=(5, 1))})
     assert set(score) == {"score_cosine"}
 
 

@@ -41,7 +41,7 @@ def run_and_print(options):
 def main(argv=None):
     logging.set_verbosity(logging.INFO)
     flag_options.run_program(QuickstartOptions, run_and_print, argv, doc=__doc__,
-                    tensorflow=False)
+                             tensorflow=False)
 
 
 if __name__ == "__main__":

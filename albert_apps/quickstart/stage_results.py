@@ -90,7 +90,7 @@ class Corpus(_Json):
     @classmethod
     def from_json(cls, value):
         return cls(**dict(value, tasks=[TaskFiles(**t)
-                                         for t in value["tasks"]]))
+                                        for t in value["tasks"]]))
 
 
 @dataclasses.dataclass
@@ -257,7 +257,7 @@ class DownstreamResults(_Json):
     @classmethod
     def from_json(cls, value):
         return cls(**dict(value, tasks=[TaskResult(**t)
-                                         for t in value["tasks"]]))
+                                        for t in value["tasks"]]))
 
 
 @dataclasses.dataclass

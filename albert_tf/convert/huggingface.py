@@ -256,7 +256,7 @@ def read(directory):
         return None
 
     tensors = weight_set.gather(shapes, read_tensor, rules(config, base), report,
-                          skip=skip)
+                                skip=skip)
     for tied, official in _TIED.items():
         if tied in shapes and official in tensors:
             value = weight_set.to_float32(tied, read_tensor(tied), report)

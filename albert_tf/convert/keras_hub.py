@@ -150,7 +150,7 @@ def weights_from_model(model, source="keras-hub model", spm_model_file=None):
         variables.setdefault(w.path, w)
     report = weight_set.ConversionReport(source=source)
     tensors = weight_set.gather({k: tuple(v.shape) for k, v in variables.items()},
-                          lambda k: variables[k].numpy(), rules(config), report)
+                                lambda k: variables[k].numpy(), rules(config), report)
     for name in names.official_shapes(config):
         if name.startswith(names.SOP_HEAD_PREFIX):
             report.absent.append((name, "keras-hub has no SOP head; a model "

@@ -299,7 +299,7 @@ def _convert(input_path, output_dir, source, target, config_file, overwrite,
     vocabulary, found_in = _vocabulary(input_path, source, spm_model_file,
                                        target)
     with weight_set.atomic_output_dir(output_dir, overwrite=overwrite,
-                                input_path=input_path) as tmp:
+                                      input_path=input_path) as tmp:
         if source == "albert_tf" and target == "albert_tf":
             # Any sharing mode: no canonical form needed.
             model = load_albert_tf(input_path, config_file=config_file)

@@ -97,8 +97,8 @@ def read(path, config=None):
     if hub:
         report.notes.append("TF-Hub module: names carry the 'module/' prefix")
     tensors = weight_set.gather(shapes, reader.get_tensor,
-                          rules(config, HUB_PREFIX if hub else ""), report,
-                          skip=_skip)
+                                rules(config, HUB_PREFIX if hub else ""), report,
+                                skip=_skip)
     spm_model_file = model_dir.find_release_spm(path)
     if spm_model_file is None and os.path.basename(
             os.path.dirname(prefix)) == "variables":

@@ -45,7 +45,7 @@ def _gelu_tanh_gradient(args, outputs, dys):
 def gelu(x):
     """GELU, tanh approximation (the official ALBERT `gelu`)."""
     return with_gradient("AlbertTanhGelu", lambda x: list(tanh_gelu_parts(x)),
-                _gelu_tanh_gradient, [tf.convert_to_tensor(x)])[0]
+                         _gelu_tanh_gradient, [tf.convert_to_tensor(x)])[0]
 
 
 def gelu_exact(x):

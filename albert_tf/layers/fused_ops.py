@@ -84,8 +84,8 @@ def bias_gelu(x, bias):
         `[M, I]` in `x`'s dtype.
     """
     return with_gradient("AlbertBiasGelu", lambda *args: [_bias_gelu_forward(*args)],
-                _bias_gelu_gradient,
-                [tf.convert_to_tensor(x), tf.convert_to_tensor(bias)])[0]
+                         _bias_gelu_gradient,
+                         [tf.convert_to_tensor(x), tf.convert_to_tensor(bias)])[0]
 
 
 def _row_sum(x, scale=1.0):
@@ -173,8 +173,8 @@ def residual_layer_norm(h, residual, gamma, beta, epsilon, bias=None):
 
     # The gradient's name carries its parameters: one registration each.
     return with_gradient("AlbertResidualLayerNorm_%r_%s" % (epsilon, with_bias),
-                forward,
-                _residual_layer_norm_gradient(epsilon, with_bias), args)[0]
+                         forward,
+                         _residual_layer_norm_gradient(epsilon, with_bias), args)[0]
 
 
 @tf.function(jit_compile=True, autograph=False)
@@ -208,9 +208,10 @@ def masked_softmax(scores, penalty, scale=1.0):
         del args
         return _masked_softmax_backward(outputs[0], dys[0], scale), None
 
-    return with_gradient("AlbertMaskedSoftmax_%r" % scale,
-                lambda s, p: [_masked_softmax_forward(s, p, scale)], gradient,
-                [tf.convert_to_tensor(scores), tf.convert_to_tensor(penalty)])[0]
+    return with_gradient(
+        "AlbertMaskedSoftmax_%r" % scale,
+        lambda s, p: [_masked_softmax_forward(s, p, scale)], gradient,
+        [tf.convert_to_tensor(scores), tf.convert_to_tensor(penalty)])[0]
 
 
 _CACHE = threading.local()
@@ -229,8 +230,8 @@ def _fan_out(value, cast_value, count):
     """
 
     return with_gradient("AlbertFanOut",
-                lambda value, cast_value: [tf.identity(cast_value)] * count,
-                _fan_out_gradient, [value, cast_value])
+                         lambda value, cast_value: [tf.identity(cast_value)] * count,
+                         _fan_out_gradient, [value, cast_value])
 
 
 def _fan_out_gradient(args, outputs, dys):

@@ -108,7 +108,7 @@ class SelfAttentionSubBlock(keras.layers.Layer):
             [ops.cast(layer.bias, dtype) for layer in layers], axis=-1)  # [kH]
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
         out = fused_dispatch.project(ops.reshape(x, (-1, self.hidden_size)), layers,
-                              dtype) + bias  # [B*T, kH]
+                                     dtype) + bias  # [B*T, kH]
         out = ops.reshape(out, (batch, length, len(layers), self.num_heads,
                                 self.head_size))
         return ops.transpose(out, (2, 0, 3, 1, 4))  # [k, B, N, T, D]
@@ -134,7 +134,7 @@ class SelfAttentionSubBlock(keras.layers.Layer):
             # [B, S]
             penalty = (1.0 - ops.cast(padding_mask, "float32")) * _MASK_PENALTY
         probs = fused_dispatch.attention_probs(q, k, penalty, scale,
-                                        self.compute_dtype, training)
+                                               self.compute_dtype, training)
         probs = self.attention_dropout_layer(probs, training=training)
         context = ops.matmul(probs, v)  # [B, N, T, D]
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
@@ -142,9 +142,9 @@ class SelfAttentionSubBlock(keras.layers.Layer):
                               (batch, length, self.hidden_size))  # [B, T, H]
         flat = (-1, self.hidden_size)
         h = fused_dispatch.project(ops.reshape(context, flat), (self.output_dense,),
-                            self.compute_dtype)  # [B*T, H]
+                                   self.compute_dtype)  # [B*T, H]
         out = fused_dispatch.add_norm(self, h, self.output_dense.bias,
-                               ops.reshape(x, flat), training)
+                                      ops.reshape(x, flat), training)
         return ops.reshape(out, (batch, length, self.hidden_size))
 
     def compute_output_shape(self, x_shape, padding_mask_shape=None,
@@ -229,7 +229,7 @@ class FeedForwardSubBlock(keras.layers.Layer):
         x = ops.reshape(x, (-1, self.hidden_size))  # [B*T, H]
         h = fused_dispatch.project(x, (self.intermediate,), dtype)  # [B*T, I]
         h = fused_dispatch.bias_activation(h, self.intermediate.bias, self.activation,
-                                    training)
+                                           training)
         h = fused_dispatch.project(h, (self.output_dense,), dtype)  # [B*T, H]
         out = fused_dispatch.add_norm(self, h, self.output_dense.bias, x, training)
         return ops.reshape(out, (batch, length, self.hidden_size))

@@ -157,8 +157,8 @@ class AlbertMaskedLM(text_models.TextModel):
                                      name="pretrainer")
         config = model.config
         ngram_masking.MaskingOptions(masked_lm_prob, max_predictions_per_seq,
-                               max_ngram, favor_shorter_ngram,
-                               do_whole_word_mask).validate()
+                                     max_ngram, favor_shorter_ngram,
+                                     do_whole_word_mask).validate()
         if seq_length > config.max_position_embeddings:
             raise ValueError(
                 "seq_length exceeds the model's max_position_embeddings. "

@@ -92,7 +92,7 @@ def _find_words(ids, real, boundary, options):
 def _draw_ngram_sizes(words_left, options, seed):
     """n of each word `[L]`, from p(n) truncated to the words left."""
     cdf = tf.constant(ngram_masking.ngram_cdf(options.max_ngram,
-                                        options.favor_shorter_ngram),
+                                              options.favor_shorter_ngram),
                       tf.float32)  # [max_ngram, max(max_ngram - 1, 1)]
     available = tf.minimum(words_left, options.max_ngram)
     thresholds = tf.gather(cdf, available - 1)  # [L, max_ngram - 1]

@@ -178,7 +178,7 @@ def pretraining_dataset(input_files, batch_size, max_seq_length,
     """
     files = expand_file_patterns(input_files, flag)
     record_checks_lib.check_records(files, max_seq_length, max_predictions_per_seq,
-                              dynamic_masking is not None, vocab_size)
+                                    dynamic_masking is not None, vocab_size)
     if input_context is not None:
         batch_size = input_context.get_per_replica_batch_size(batch_size)
         num_pipelines = input_context.num_input_pipelines

@@ -40,7 +40,7 @@ _FRAME_OVERHEAD = 16
 _BATCH = 128
 # The features dynamic masking reads (it makes the masked ones).
 _UNMASKED_FEATURES = ("input_ids", "segment_ids", "token_boundary",
-                     "next_sentence_labels")
+                      "next_sentence_labels")
 # Features of length max_seq_length, and of length max_predictions_per_seq.
 _SEQUENCE_FEATURES = frozenset(
     {"input_ids", "input_mask", "segment_ids", "token_boundary"})

@@ -217,7 +217,7 @@ def run(options, log=print):
                         max_query_length=options.max_query_length)
     if "steps" in options.parts:
         datasets = [classification_data(task_name, data_dir, spm_file,
-                                         options.max_seq_length)]
+                                        options.max_seq_length)]
         for version, (train_file, _) in squad_files.items():
             datasets.append(squad_data(train_file, spm_file,
                                        version == "squad_v2.0", **squad_window))

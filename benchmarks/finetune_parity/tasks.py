@@ -350,7 +350,7 @@ def classification_data(task_name, data_dir, spm_file, max_seq_length):
         arrays[split], _ = glue_reader.convert_examples(examples, task, tokenizer,
                                                         max_seq_length)
     return _TaskData("classification", arrays["train"], arrays["dev"],
-                    task.num_classes)
+                     task.num_classes)
 
 
 def squad_data(train_file, spm_file, version_2, max_seq_length, doc_stride,

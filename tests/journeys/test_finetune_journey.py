@@ -76,7 +76,7 @@ def mrpc(root):
         CLASSIFIER, set={"task_name": "MRPC", "data_dir": "glue_data/MRPC",
                          "max_seq_length": 32, "export_dir": "serving",
                          "export_format": "litert"}),
-        "runs/mrpc")
+                     "runs/mrpc")
 
 
 def test_mrpc_trains_evaluates_predicts_and_exports(root, mrpc):
@@ -113,7 +113,7 @@ def test_stsb_regression(root):
     _finetune(root, documented.command(
         CLASSIFIER, set={"task_name": "STS-B", "data_dir": "glue_data/STS-B",
                          "max_seq_length": 32}, drop=("export_dir",)),
-        "runs/sts-b")
+              "runs/sts-b")
     blocks, _ = common.check_run_dir(root / "runs/sts-b", STEPS,
                                      ["pearson", "spearman"], "score",
                                      CONFIG_FILES)
