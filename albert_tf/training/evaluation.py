@@ -15,6 +15,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.models.encoder import INPUT_NAMES
+from albert_tf.training import model_dir
 from albert_tf.training import results as results_lib
 from foundation import progress
 
@@ -176,4 +177,4 @@ class Evaluator:
         """Loads the weights of `best/` if there is one, else of the newest
         checkpoint; returns the path read (None: nothing to read)."""
         return self.checkpoints.restore_best_or_latest(os.path.join(
-            self.output_dir, results_lib.BEST_DIR, results_lib.BEST_CHECKPOINT))
+            self.output_dir, results_lib.BEST_DIR, model_dir.CHECKPOINT_NAME))

@@ -36,9 +36,8 @@ from albert_tf.training import model_dir
 from foundation import safe_io
 
 EVAL_RESULTS = "eval_results.txt"
-BEST_DIR = "best"
 # `best/` is a model folder (`model_dir`): its checkpoint is `model.ckpt`.
-BEST_CHECKPOINT = model_dir.CHECKPOINT_NAME
+BEST_DIR = "best"
 
 
 def format_block(result):
@@ -143,7 +142,7 @@ def save_best(output_dir, model, result, config_files=None, files=None):
     staging = _make_hidden(output_dir, _STAGING_PREFIX, lock)
     try:
         tf.train.Checkpoint(**{model_dir.MODEL_KEY: model}).write(
-            os.path.join(staging, BEST_CHECKPOINT))
+            os.path.join(staging, model_dir.CHECKPOINT_NAME))
         write_config_files(staging, config_files or {})
         for name, source in (files or {}).items():
             with tf.io.gfile.GFile(source, "rb") as f:
