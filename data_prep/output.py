@@ -366,12 +366,12 @@ def commit_run(shard_paths, stats_file, stats_text, earlier, output_file,
 
 
 class LockedOutput:
-    """Holds a `safe_io.OutputLock` for a run; on leaving, also removes the
+    """Holds an `output_lock.OutputLock` for a run; on leaving, also removes the
     folder its lock file made if the run left it empty (a failed first run
     leaves nothing behind).
 
     Args:
-        lock: the `safe_io.OutputLock`.
+        lock: the `output_lock.OutputLock`.
     """
 
     def __init__(self, lock):
@@ -391,7 +391,7 @@ class LockedOutput:
 
     @property
     def lock(self):
-        """The `safe_io.OutputLock` held (its record lists what the run may
+        """The `output_lock.OutputLock` held (its record lists what the run may
         remove)."""
         return self._lock
 

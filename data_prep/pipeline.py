@@ -52,8 +52,8 @@ from data_prep import text as text_lib
 from data_prep import tfrecord
 from data_prep import vocab
 from foundation import filesystems
+from foundation import output_lock as output_lock_lib
 from foundation import progress
-from foundation import safe_io
 
 # Records sorted in memory at a time by the global shuffle (one bucket).
 DEFAULT_SHUFFLE_MEMORY_BYTES = 32 << 20
@@ -322,11 +322,11 @@ def plan_run(input_file, output_file, spm_model_file, options, dupe_factor,
 
 
 def output_lock(output_file, program="create_pretraining_data"):
-    """The lock a run holds on its output (`safe_io.OutputLock` on the
-    output's first path): a second run into it fails at once, naming the
-    holder's process id. A folder made for it and left empty by a failed
-    run is removed again."""
-    return output_lib.LockedOutput(safe_io.OutputLock(
+    """The lock a run holds on its output
+    (`foundation.output_lock.OutputLock` on the output's first path): a
+    second run into it fails at once, naming the holder's process id. A
+    folder made for it and left empty by a failed run is removed again."""
+    return output_lib.LockedOutput(output_lock_lib.OutputLock(
         output_lib.output_paths(output_file)[0], program,
         flag="--output_file", kind="file"))
 
@@ -592,7 +592,7 @@ def create_pretraining_data(
         vocab.SpecialPiecesError: the SentencePiece model is unusable.
         ValueError: bad options, or an output that is also an input or
             cannot be written (nothing is written then).
-        safe_io.OutputLockedError: another run writes the same output.
+        output_lock_lib.OutputLockedError: another run writes the same output.
         safe_io.OutputError: a write failed (a full disk, a file-size
             limit); the earlier run's files are left whole.
         shuffle.BucketError: a temporary file was damaged during the run.

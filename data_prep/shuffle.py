@@ -89,7 +89,7 @@ def temp_dir(first_shard, kind=TEMP_INFIX):
 
 def make_temp_dir(first_shard, lock, kind=TEMP_INFIX):
     """Makes a run's temporary folder (`temp_dir`'s naming) and, when local,
-    records it in the output's `safe_io.OutputLock`: a killed run's folder
+    records it in the output's `output_lock.OutputLock`: a killed run's folder
     is removed by the next run from that record, never by its name.
 
     Returns:

@@ -26,6 +26,7 @@ from data_prep import output
 from data_prep import reader
 from data_prep import text as text_lib
 from foundation import filesystems
+from foundation import output_lock as output_lock_lib
 from foundation import safe_io
 
 PAD_ID = 0
@@ -227,7 +228,7 @@ def output_paths(model_prefix):
 
 def output_lock(model_prefix):
     """The lock a vocabulary run holds on its `--model_prefix`."""
-    return output.LockedOutput(safe_io.OutputLock(
+    return output.LockedOutput(output_lock_lib.OutputLock(
         model_prefix, "build_vocab", flag="--model_prefix", kind="file"))
 
 

@@ -83,7 +83,7 @@ def export(options):
     Raises:
         export.serving_compat.UnknownServingVersionError: an unknown
             `tf_serving_version` (refused before anything is read).
-        ValueError: see `check_options`; `safe_io.OutputLockedError`:
+        ValueError: see `check_options`; `output_lock.OutputLockedError`:
             another run holds `--export_dir`; `safe_io.OutputError`: a
             write failed (names the file and the cause).
     """

@@ -7,7 +7,7 @@ staging folder first (whose name is not a number, so TF Serving never looks
 at it) and then renamed into place.
 
 The staging folder is made and recorded in `<export_dir>`'s lock
-(`foundation.safe_io.OutputLock.make_folder`); the next export removes what
+(`foundation.output_lock.OutputLock.make_folder`); the next export removes what
 a killed one recorded, and only that entry: a user's `.staging-mine` is
 never touched. Every version folder gets `assets.extra/export.json`
 (`RECORD_FILE`): the model folders written with it and their files, so a
@@ -197,7 +197,8 @@ class StagedExport:
         ValueError: a version below 1, or a model name that is not one
             folder name (`export.options.check_model_name`).
         VersionExistsError: the version exists for one of the models.
-        foundation.safe_io.OutputLockedError: another process exports there.
+        foundation.output_lock.OutputLockedError: another process exports
+            there.
     """
 
     def __init__(self, export_dir, model_names, version=None):
@@ -293,10 +294,11 @@ def holding(export_dir, program):
     exports recorded there (their staging folders; nothing else).
 
     Yields:
-        The `foundation.safe_io.OutputLock`.
+        The `foundation.output_lock.OutputLock`.
 
     Raises:
-        foundation.safe_io.OutputLockedError: another process exports there.
+        foundation.output_lock.OutputLockedError: another process exports
+            there.
     """
     with output_folder.hold(export_dir, program, flag="--export_dir") as lock:
         lock.remove_previous_leftovers()

@@ -62,12 +62,12 @@ def test_existing_versions_are_never_overwritten(tmp_path):
 def test_clean_up_removes_only_what_a_killed_export_recorded(tmp_path):
     """A user's `.staging-*` file or folder is never removed; the staging
     folder a killed export recorded in the lock is."""
-    from foundation import safe_io
+    from foundation import output_lock
 
     (tmp_path / ".staging-mine").mkdir()
     (tmp_path / ".staging-mine" / "notes.txt").write_text("mine")
     (tmp_path / ".staging-file").write_text("mine too")
-    killed = safe_io.OutputLock(tmp_path, "export", flag="--export_dir")
+    killed = output_lock.OutputLock(tmp_path, "export", flag="--export_dir")
     killed.acquire()
     staged_by_killed = killed.make_folder(tmp_path, ".staging-3-")
     os.close(killed.fileno())  # a kill: the record stays, the lock goes

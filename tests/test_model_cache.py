@@ -158,10 +158,10 @@ def test_offline_an_uncached_name_says_what_to_fetch_and_where(
 
 _KILLED_FETCH = """
 import os, sys
-from foundation import safe_io
+from foundation import output_lock
 root, key = sys.argv[1], sys.argv[2]
-lock = safe_io.OutputLock(os.path.join(root, key), "fetch",
-                          flag="cache entry", kind="file").acquire()
+lock = output_lock.OutputLock(os.path.join(root, key), "fetch",
+                              flag="cache entry", kind="file").acquire()
 partial = lock.make_folder(root, "." + key + ".partial-")
 os.makedirs(os.path.join(partial, "unpacked", "albert_base"))
 print(partial)

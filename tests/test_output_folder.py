@@ -7,6 +7,7 @@ import types
 import pytest
 
 from albert_tf.training import output_folder
+from foundation import run_record
 from foundation import safe_io
 
 
@@ -27,10 +28,10 @@ def test_inputs_rewritten_under_the_same_names_are_refused(tmp_path):
     options = _options({"--input_file": str(records)})
     inputs = {"--input_file": [str(records)]}
     output_folder.claim_run(out, options, inputs)
-    with open(tmp_path / "out" / safe_io.RUN_RECORD_NAME) as f:
+    with open(tmp_path / "out" / run_record.RUN_RECORD_NAME) as f:
         settings = json.load(f)["settings"]
-    assert settings["--input_file (content)"] == safe_io.content_fingerprint(
-        [str(records)])
+    fingerprint = run_record.content_fingerprint([str(records)])
+    assert settings["--input_file (content)"] == fingerprint
     output_folder.claim_run(out, options, inputs)  # The same content: fine.
 
     _write(records, b"records of another vocabulary")
@@ -62,7 +63,7 @@ def test_a_record_without_fingerprints_resumes_unchecked(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     # An earlier version's record: settings only.
-    (out / safe_io.RUN_RECORD_NAME).write_text(json.dumps(
+    (out / run_record.RUN_RECORD_NAME).write_text(json.dumps(
         {"program": "run_pretraining",
          "settings": {"--input_file": str(records)}}))
     _write(records, b"rebuilt")

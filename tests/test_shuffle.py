@@ -9,7 +9,7 @@ import pytest
 
 from data_prep import shuffle
 from data_prep import tfrecord
-from foundation import safe_io
+from foundation import output_lock
 
 
 def _records(count, seed=0, size=(20, 200)):
@@ -167,7 +167,7 @@ def test_temp_dir_is_beside_the_output_and_outside_its_glob(tmp_path):
 
 def test_a_runs_temp_dir_is_recorded_in_its_lock(tmp_path):
     first = str(tmp_path / "wiki.part_a")
-    with safe_io.OutputLock(first, "x", kind="file") as lock:
+    with output_lock.OutputLock(first, "x", kind="file") as lock:
         folder = shuffle.make_temp_dir(first, lock)
         assert os.path.isdir(folder)
         assert os.path.basename(folder).startswith(

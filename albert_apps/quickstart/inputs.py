@@ -8,7 +8,7 @@ what the job needs, a corpus it could not use: missing, empty, not text (a
 gzip file, an image), not UTF-8 (naming the line), a single line, too few
 documents for the held-out split and the downstream tasks, or too many
 characters for `--vocab_size`. `run_settings` is what makes an output
-folder's run what it is (`foundation.safe_io.RunRecord`): a rerun into the
+folder's run what it is (`foundation.run_record.RunRecord`): a rerun into the
 folder with other settings is refused before anything in it changes.
 
 This module imports no TensorFlow.
@@ -28,6 +28,8 @@ from albert_apps.quickstart import downstream
 from data_prep import text as text_lib
 from data_prep import vocab as vocab_lib
 from foundation import flag_options as flag_options_lib
+from foundation import output_lock
+from foundation import run_record
 from foundation import safe_io
 from foundation.flag_options import option
 
@@ -272,7 +274,7 @@ def check_input_is_not_an_output(input_file, output_dir):
 
 def run_settings(input_file, fingerprint, **settings):
     """What makes an output folder's run what it is, for
-    `safe_io.RunRecord`: the corpus (path and content), and the settings
+    `run_record.RunRecord`: the corpus (path and content), and the settings
     that change what was built.
 
     Args:
@@ -363,9 +365,9 @@ def claim_output(output_dir, input_file=None, max_corpus_chars=3_000_000,
 
     In order, before anything is written: every argument's range, the
     output folder (a file, a read-only place), the corpus
-    (`check_corpus`); then the folder's lock (`safe_io.OutputLock`: a
+    (`check_corpus`); then the folder's lock (`output_lock.OutputLock`: a
     second job into it fails at once, naming the holder's process; a killed
-    job's lock is taken over) and its run record (`safe_io.RunRecord`: a
+    job's lock is taken over) and its run record (`run_record.RunRecord`: a
     rerun with other inputs or settings is refused before anything in the
     folder changes).
 
@@ -399,8 +401,8 @@ def claim_output(output_dir, input_file=None, max_corpus_chars=3_000_000,
             "--train_batch_size": train_batch_size,
             "max_predictions_per_seq": max_predictions_per_seq,
             "learning_rate": learning_rate})
-    with safe_io.OutputLock(output_dir, "quickstart", flag="--output_dir"):
-        record = safe_io.RunRecord(output_dir, "quickstart", settings)
+    with output_lock.OutputLock(output_dir, "quickstart", flag="--output_dir"):
+        record = run_record.RunRecord(output_dir, "quickstart", settings)
         if record.read() is None:
             _check_earlier_version(output_dir, input_file, max_corpus_chars,
                                    vocab_size)

@@ -25,8 +25,10 @@ import urllib.request
 
 from albert_tf.convert import released
 from albert_tf.training import model_dir
+from foundation import output_lock
 from foundation import progress
 from foundation import redaction
+from foundation import run_record
 from foundation import safe_archive
 from foundation import safe_io
 
@@ -113,13 +115,13 @@ def _fetch_archive(source, check):
 
 def _take_turn(root, key):
     """The lock of `key`'s entry, once no other fetch holds it."""
-    lock = safe_io.OutputLock(os.path.join(root, key), "fetch",
-                              flag="cache entry", kind="file")
+    lock = output_lock.OutputLock(os.path.join(root, key), "fetch",
+                                  flag="cache entry", kind="file")
     waiting = False
     while True:
         try:
             return lock.acquire()
-        except safe_io.OutputLockedError:
+        except output_lock.OutputLockedError:
             if not waiting:
                 logging.info("Waiting for another process fetching %s",
                              os.path.join(root, key))
@@ -363,7 +365,7 @@ def model_facts(entry, folder):
     return {
         "files": {os.path.relpath(p, entry): os.path.getsize(p)
                   for p in paths},
-        "fingerprint": safe_io.content_fingerprint(paths),
+        "fingerprint": run_record.content_fingerprint(paths),
         "config": _config_fields(folder),
         "shapes": _tensor_shapes(folder),
     }

@@ -40,7 +40,7 @@ from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.training import checkpoint
 from albert_tf.training import model_dir
 from albert_tf.training import results
-from foundation import safe_io
+from foundation import run_record
 
 # What the main job writes beside the records it builds: the vocabulary
 # they were made with (`model_file`).
@@ -269,7 +269,7 @@ def convert_checkpoint(input_path, output_dir, source=None, target="albert_tf",
         foundation.safe_io.OutputError: `output_dir` cannot be written, holds
             the input, is not empty (without `overwrite`) or holds files no
             conversion wrote (with it); a write failed (names the file).
-        foundation.safe_io.OutputLockedError: another conversion writes
+        foundation.output_lock.OutputLockedError: another conversion writes
             `output_dir`.
         albert_tf.convert.weight_set.ConversionError: for missing, unexpected or
             misshaped tensors; a Hugging Face target without a vocabulary;
@@ -419,7 +419,7 @@ def _run_record(path):
     if os.path.basename(folder) == results.BEST_DIR:
         candidates.append(os.path.dirname(folder))
     for candidate in candidates:
-        record_path = os.path.join(candidate, safe_io.RUN_RECORD_NAME)
+        record_path = os.path.join(candidate, run_record.RUN_RECORD_NAME)
         try:
             with open(record_path, encoding="utf-8") as f:
                 record = json.load(f)

@@ -20,6 +20,7 @@ import numpy as np
 from albert_tf import config as config_lib
 from albert_tf.convert import names
 from albert_tf.training import model_dir
+from foundation import output_lock
 from foundation import progress
 from foundation import safe_io
 
@@ -428,7 +429,7 @@ def _put_in_place(lock, tmp, output_dir):
 def atomic_output_dir(output_dir, overwrite=False, input_path=None):
     """Yields a temporary directory that becomes `output_dir` on success.
 
-    The run holds the output's lock (`safe_io.OutputLock` on its name, in
+    The run holds the output's lock (`output_lock.OutputLock` on its name, in
     the parent folder: the folder itself is replaced). The temporary
     directory sits next to `output_dir` (same filesystem, a hidden name),
     so the final rename is atomic; on any error it is deleted and
@@ -447,7 +448,7 @@ def atomic_output_dir(output_dir, overwrite=False, input_path=None):
     Raises:
         safe_io.OutputError: see `check_output_dir`; a write that failed
             (names the file and the cause).
-        safe_io.OutputLockedError: another conversion writes `output_dir`.
+        output_lock.OutputLockedError: another conversion writes `output_dir`.
         ValueError: for a remote (`scheme://`) path.
     """
     if "://" in output_dir:
@@ -457,8 +458,8 @@ def atomic_output_dir(output_dir, overwrite=False, input_path=None):
     check_output_dir(output_dir, overwrite, input_path)
     output_dir = os.path.abspath(output_dir)
     parent, base = os.path.split(output_dir)
-    with safe_io.OutputLock(output_dir, PROGRAM, flag="--output_dir",
-                            kind="file") as lock:
+    with output_lock.OutputLock(output_dir, PROGRAM, flag="--output_dir",
+                                kind="file") as lock:
         _recover(lock, output_dir)
         check_output_dir(output_dir, overwrite, input_path)
         tmp = _make_partial(lock, parent, base)

@@ -192,7 +192,7 @@ class TrainingOptions:
     def run_settings(self):
         """The settings that make this job's output what it is, recorded in
         `<output_dir>/albert_run.json` by the first run and compared on
-        every rerun (`safe_io.RunRecord`): `{flag as typed: JSON value}`.
+        every rerun (`run_record.RunRecord`): `{flag as typed: JSON value}`.
 
         Only what changes the run's meaning is here; what a user changes
         on resume (the step counts, the learning rate and its schedule,

@@ -1,16 +1,16 @@
 """A training job's hold on its output folder (pretraining and fine-tuning).
 
 Every training job writes one folder (`--output_dir`). Two promises of
-docs/reliability.md are kept here, with `foundation.safe_io`'s mechanism:
+docs/reliability.md are kept here, with `foundation`'s mechanisms:
 
-- one writer per folder: `hold` takes `safe_io.OutputLock` on it for a
+- one writer per folder: `hold` takes `output_lock.OutputLock` on it for a
   block. The hold is re-entrant within a process, so the program (the whole
   run, `albert_tf.cli.run_training_program`) and the `Trainer` (each of its
   steps, for library callers) can both hold it without locking each other
   out; a second process fails at once naming the holder's pid.
 - what the folder's run was made from: `claim_run` writes (first run) or
-  checks (rerun) `albert_run.json` with the job's `run_settings()`, before
-  anything in the folder changes.
+  checks (rerun) `albert_run.json` (`run_record.RunRecord`) with the job's
+  `run_settings()`, before anything in the folder changes.
 
 This module imports no TensorFlow.
 """
@@ -18,6 +18,8 @@ This module imports no TensorFlow.
 import contextlib
 import os
 
+from foundation import output_lock
+from foundation import run_record
 from foundation import safe_io
 
 FLAG = "--output_dir"
@@ -43,7 +45,7 @@ def hold(output_dir, program, flag=FLAG):
         flag: the flag naming the folder, as the user typed it.
 
     Raises:
-        safe_io.OutputLockedError: another live process holds it.
+        output_lock.OutputLockedError: another live process holds it.
         safe_io.OutputError: the folder cannot be made.
     """
     key = _key(output_dir)
@@ -56,7 +58,7 @@ def hold(output_dir, program, flag=FLAG):
         return
     local = "://" not in str(output_dir)
     created = local and not os.path.exists(output_dir)
-    lock = safe_io.OutputLock(output_dir, program, flag=flag).acquire()
+    lock = output_lock.OutputLock(output_dir, program, flag=flag).acquire()
     _HELD[key] = [lock, 1]
     finished = False
     try:
@@ -70,7 +72,7 @@ def hold(output_dir, program, flag=FLAG):
 
 
 def held_lock(output_dir):
-    """The `safe_io.OutputLock` this process holds on `output_dir`, or
+    """The `output_lock.OutputLock` this process holds on `output_dir`, or
     None (its record lists what the run may remove)."""
     held = _HELD.get(_key(output_dir))
     return held[0] if held else None
@@ -90,7 +92,7 @@ CONTENT = " (content)"
 def claim_run(output_dir, options, inputs=None, flag=FLAG):
     """Records (first run) or checks (rerun) what `output_dir`'s run is
     made from: `options.run_program()`, `options.run_settings()` and a
-    content fingerprint of each input (`safe_io.content_fingerprint`).
+    content fingerprint of each input (`run_record.content_fingerprint`).
 
     A record without an input's fingerprint (an older run's) is not
     checked on it.
@@ -107,10 +109,10 @@ def claim_run(output_dir, options, inputs=None, flag=FLAG):
             content changed under the same names (names the flag).
     """
     settings = dict(options.run_settings())
-    fingerprints = {name + CONTENT: safe_io.content_fingerprint(paths)
+    fingerprints = {name + CONTENT: run_record.content_fingerprint(paths)
                     for name, paths in (inputs or {}).items() if paths}
     settings.update(fingerprints)
-    record = safe_io.RunRecord(output_dir, options.run_program(), settings)
+    record = run_record.RunRecord(output_dir, options.run_program(), settings)
     old = record.read()
     if old is not None:
         _check_content(old, record, fingerprints, output_dir, flag)

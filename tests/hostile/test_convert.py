@@ -128,14 +128,14 @@ def test_outputs_get_the_users_umask(tmp_path, model_dir, umask, file_mode,
 def test_second_conversion_into_a_locked_output_fails_at_once(tmp_path,
                                                               model_dir):
     from albert_tf.convert import weight_set
-    from foundation import safe_io
+    from foundation import output_lock
 
     out = tmp_path / "out"
     _convert(model_dir, out)
     snapshot = common.Snapshot(tmp_path)
-    with safe_io.OutputLock(out, weight_set.PROGRAM, flag="--output_dir",
-                            kind="file"):
-        with pytest.raises(safe_io.OutputLockedError,
+    with output_lock.OutputLock(out, weight_set.PROGRAM,
+                                flag="--output_dir", kind="file"):
+        with pytest.raises(output_lock.OutputLockedError,
                            match="--output_dir=.*out is in use.*process %d"
                            % os.getpid()):
             _convert(model_dir, out, overwrite=True)

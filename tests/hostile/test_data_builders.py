@@ -28,6 +28,7 @@ from data_prep import pipeline
 from data_prep import reader
 from data_prep import vocab
 from foundation import flag_options as options_lib
+from foundation import output_lock
 from foundation import safe_io
 from tests.conftest import corpus_text
 from tests.hostile import common
@@ -192,7 +193,7 @@ def test_a_second_vocabulary_into_the_same_prefix_fails_at_once(
                       hard_vocab_limit=False, num_threads=1)
     snapshot = common.Snapshot(tmp_path)
     with vocab.output_lock(prefix):
-        with pytest.raises(safe_io.OutputLockedError) as error:
+        with pytest.raises(output_lock.OutputLockedError) as error:
             vocab.train_vocab(str(corpus_dir / "b.txt"), prefix,
                               vocab_size=300, num_threads=1)
     assert "--model_prefix" in _one_line(error.value)
@@ -559,7 +560,7 @@ def test_beam_refuses_a_bad_output_before_the_pipeline_runs(
             str(corpus_dir / "a.txt"), str(earlier / "folder"),
             spm_model_path, options=SMALL, dupe_factor=1)
     with pipeline.output_lock(str(earlier / "t.tfrecord")):
-        with pytest.raises(safe_io.OutputLockedError, match="in use"):
+        with pytest.raises(output_lock.OutputLockedError, match="in use"):
             beam_pipeline.create_pretraining_data(
                 str(corpus_dir / "a.txt"), str(earlier / "t.tfrecord"),
                 spm_model_path, options=SMALL, dupe_factor=1,

@@ -239,7 +239,7 @@ def test_second_export_into_a_locked_folder_fails_at_once(tmp_path,
     the folder and the holder's process; nothing in the folder changes."""
     from export import export_saved_model
     from export.options import ExportOptions
-    from foundation import safe_io
+    from foundation import output_lock
 
     model_dir = exported_albert.model_dir
     export_dir = tmp_path / "serving"
@@ -250,9 +250,9 @@ def test_second_export_into_a_locked_folder_fails_at_once(tmp_path,
         albert_config_file=model_dir + "/albert_config.json",
         spm_model_file=model_dir + "/spm.model", export_dir=str(export_dir))
     snapshot = common.Snapshot(tmp_path, model_dir)
-    with safe_io.OutputLock(export_dir, "export_saved_model",
-                            flag="--export_dir"):
-        with pytest.raises(safe_io.OutputLockedError,
+    with output_lock.OutputLock(export_dir, "export_saved_model",
+                                flag="--export_dir"):
+        with pytest.raises(output_lock.OutputLockedError,
                            match="--export_dir=.*serving is in use.*process %d"
                            % os.getpid()):
             export_saved_model.export(options)

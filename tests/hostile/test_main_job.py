@@ -17,6 +17,7 @@ import sys
 
 import pytest
 
+from foundation import output_lock
 from foundation import safe_io
 from tests.hostile import common
 
@@ -201,7 +202,7 @@ def test_second_job_into_a_held_folder_fails_at_once_naming_the_pid(
     out = tmp_path / "out"
     out.mkdir()
     (out / "notes.txt").write_text("mine\n", encoding="utf-8")
-    with safe_io.OutputLock(str(out), "quickstart", flag="--output_dir"):
+    with output_lock.OutputLock(str(out), "quickstart", flag="--output_dir"):
         snapshot = common.Snapshot(tmp_path)
         result = common.run_program(PROGRAM, f"--output_dir={out}",
                                     f"--input_file={corpus}", timeout=120)
@@ -347,4 +348,4 @@ def test_job_killed_in_data_training_and_export_resumes_and_finishes(
         assert os.path.exists(path), path
     assert report["finetune"]["encoder_version"] == report["export"]["version"]
     assert not _unfinished(out), _unfinished(out)
-    assert not (out / safe_io.LOCK_NAME).exists()
+    assert not (out / output_lock.LOCK_NAME).exists()

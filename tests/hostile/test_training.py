@@ -99,8 +99,8 @@ def test_a_read_only_output_is_refused_before_any_work(tmp_path):
 
 _HOLD = textwrap.dedent("""
     import sys, time
-    from foundation import safe_io
-    lock = safe_io.OutputLock(sys.argv[1], "run_pretraining").acquire()
+    from foundation import output_lock
+    lock = output_lock.OutputLock(sys.argv[1], "run_pretraining").acquire()
     print("held", flush=True)
     time.sleep(120)
 """)
