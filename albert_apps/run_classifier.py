@@ -11,7 +11,6 @@ Flags follow the official `run_classifier.py`; they are the fields of
 exports), so it lives in `albert_apps`.
 """
 
-from absl import logging
 
 from albert_tf import cli
 from albert_tf.tasks.options import ClassifierOptions
@@ -48,9 +47,6 @@ def run(options, strategy=None):
                 report["export_litert"] = finetuned_exports.litert_file(
                     report["export"])
     cli.log_report(report, ("best", "submission", "export", "export_litert"))
-    if "collapse_warning" in report:
-        # Again at the end, where a user reads the outcome.
-        logging.warning("%s", report["collapse_warning"])
     return report
 
 

@@ -14,7 +14,6 @@ It sits beside the other official fine-tuning programs, `run_classifier` and
 `run_squad`; its flags are the fields of `albert_tf.tasks.options.RaceOptions`.
 """
 
-from absl import logging
 
 from albert_tf import cli
 from albert_tf.tasks.options import RaceOptions
@@ -27,9 +26,6 @@ def run(options, strategy=None):
     strategy = strategy or cli.strategy_for(options)
     _, report = finetuning_jobs.run_race(options, strategy)
     cli.log_report(report, ("best", "predictions", "test_accuracy"))
-    if "collapse_warning" in report:
-        # Again at the end, where a user reads the outcome.
-        logging.warning("%s", report["collapse_warning"])
     return report
 
 

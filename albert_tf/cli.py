@@ -22,10 +22,14 @@ from foundation import tf_startup
 
 
 def log_report(report, keys):
-    """Logs the entries of `report` named by `keys` that are present."""
+    """Logs the entries of `report` named by `keys` that are present, then
+    a collapsed classifier's warning again (`collapse_warning`), last,
+    where a user reads the outcome."""
     for key in keys:
         if key in report:
             logging.info("%s: %s", key, report[key])
+    if "collapse_warning" in report:
+        logging.warning("%s", report["collapse_warning"])
 
 
 def strategy_for(options):

@@ -184,3 +184,21 @@ def test_multi_worker_mirrored_two_processes(tmp_path):
     # Only the chief wrote checkpoints; worker scratch directories are gone.
     assert tf.train.latest_checkpoint(out).endswith("ckpt-4")
     assert not [n for n in os.listdir(out) if n.startswith("workertemp")]
+
+
+def test_a_programs_report_ends_with_a_collapse_warning(monkeypatch):
+    """`cli.log_report`: the named entries present, then a collapsed
+    classifier's warning again, last, where a user reads the outcome."""
+    from albert_tf import cli
+
+    lines = []
+    monkeypatch.setattr(cli.logging, "info",
+                        lambda msg, *args: lines.append(("I", msg % args)))
+    monkeypatch.setattr(cli.logging, "warning",
+                        lambda msg, *args: lines.append(("W", msg % args)))
+    cli.log_report({"best": 1, "export": "x", "collapse_warning": "one class"},
+                   ("best", "submission", "export"))
+    assert lines == [("I", "best: 1"), ("I", "export: x"), ("W", "one class")]
+    lines.clear()
+    cli.log_report({"best": 1}, ("best",))
+    assert lines == [("I", "best: 1")]
