@@ -1,5 +1,7 @@
 """The memory estimate printed at the start of training."""
 
+import pytest
+
 from albert_tf import AlbertConfig
 from albert_tf.training import memory
 
@@ -48,3 +50,28 @@ def test_training_logs_the_estimate(short_pretraining_run):
     for part in ("parameters", "optimizer", "shared kernels", "activations",
                  "per example x 8"):
         assert part in line
+
+
+class _Logged(Exception):
+    """Ends a run right after its memory line (no step is compiled)."""
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_the_trainer_estimates_for_the_runs_dtype(tmp_path, monkeypatch, dtype):
+    """The line follows --dtype: the model's own policy does not carry it
+    (its layers do), so the Trainer passes the resolved flag."""
+    from tests import fixtures_pretraining
+
+    data = fixtures_pretraining.write_records(str(tmp_path / "d.tfrecord"), 8)
+    trainer = fixtures_pretraining.trainer(fixtures_pretraining.options(
+        data, str(tmp_path / "out"), dtype=dtype))
+    seen = []
+
+    def log_estimate(config, model, options, num_replicas, dtype):
+        seen.append(dtype)
+        raise _Logged
+
+    monkeypatch.setattr(memory, "log_estimate", log_estimate)
+    with pytest.raises(_Logged):
+        trainer.train()
+    assert seen == [dtype]

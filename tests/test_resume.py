@@ -61,6 +61,25 @@ def test_corpus_and_vocabulary_are_reused_only_with_their_settings(tmp_path):
     assert resume.current_vocabulary(other, data_dir, 300) is None
 
 
+def test_a_stage_file_of_another_version_redoes_its_stage(tmp_path):
+    """A stage file with the same settings but other fields (an earlier or
+    later version of the job wrote it) is neither a crash nor trusted."""
+    data_dir = str(tmp_path)
+    corpus = _corpus(data_dir)
+    path = os.path.join(data_dir, stages.CORPUS_JSON)
+    value = stages.read_json(path)
+    stages.write_json(path, dict(value, added_later=1))
+    assert resume.current_corpus(data_dir, None, 1000) is None
+    value.pop("characters")
+    stages.write_json(path, value)
+    assert resume.current_corpus(data_dir, None, 1000) is None
+    # The nested task files too.
+    value = stage_results.to_json(corpus)
+    value["tasks"][0].pop("wanted")
+    stages.write_json(path, value)
+    assert resume.current_corpus(data_dir, None, 1000) is None
+
+
 def test_stage_files_keep_their_format(tmp_path):
     """A stage's JSON file holds its result's fields, nested results as
     objects, and not what only the report shows (`reused`)."""

@@ -12,28 +12,44 @@ redone, as they are quick and show the current model.
 import dataclasses
 import os
 
+from absl import logging
+
 from albert_apps.quickstart import stage_results
 from albert_apps.quickstart import stages
 from albert_apps.quickstart import stages_downstream
 from data_prep import pipeline
 
 
+def _read_back(result_class, value, path):
+    """`result_class.from_json(value)`, or None (the stage is redone) when
+    the file holds other fields than this version's result: a file of
+    another version of the job is never a crash, and never trusted."""
+    try:
+        return result_class.from_json(value)
+    except (TypeError, KeyError, AttributeError):
+        logging.info("%s was written by another version of the job: its "
+                     "stage runs again.", path)
+        return None
+
+
 def current_corpus(data_dir, input_file=None, max_corpus_chars=3_000_000):
     """The corpus of `data_dir` if it was written with these settings."""
-    corpus = stages.read_json(os.path.join(data_dir, stages.CORPUS_JSON))
+    path = os.path.join(data_dir, stages.CORPUS_JSON)
+    corpus = stages.read_json(path)
     settings = stages.corpus_settings(input_file, max_corpus_chars)
     if corpus and corpus.get("settings") == settings:
-        return stage_results.Corpus.from_json(corpus)
+        return _read_back(stage_results.Corpus, corpus, path)
     return None
 
 
 def current_vocabulary(corpus, data_dir, vocab_size=4000):
     """The vocabulary of `data_dir` if it was trained on `corpus` with
     `vocab_size` requested."""
-    info = stages.read_json(os.path.join(data_dir, stages.VOCAB_JSON))
+    path = os.path.join(data_dir, stages.VOCAB_JSON)
+    info = stages.read_json(path)
     if (info and info.get("requested_size") == vocab_size and
             info.get("corpus") == corpus.settings):
-        return stage_results.Vocabulary.from_json(info)
+        return _read_back(stage_results.Vocabulary, info, path)
     return None
 
 
@@ -74,18 +90,21 @@ def current_records(corpus, vocabulary, data_dir, max_seq_length=64,
         files[split] = stage_results.RecordFile(
             path=path, stats=pipeline.stats_path(path),
             instances=stats["instances"])
-    baseline = stages.read_json(os.path.join(data_dir, stages.BASELINE_JSON))
+    path = os.path.join(data_dir, stages.BASELINE_JSON)
+    baseline = stages.read_json(path)
     if not baseline or baseline.get("records_mtime") != os.path.getmtime(
             files["eval"].path):
         return None
-    return stage_results.Records(files["train"], files["eval"],
-                                 stage_results.Baseline.from_json(baseline))
+    baseline = _read_back(stage_results.Baseline, baseline, path)
+    return baseline and stage_results.Records(files["train"], files["eval"],
+                                              baseline)
 
 
 def current_export(trained, output_dir):
     """The export recorded in `output_dir` if it holds the best checkpoint
     of `trained` (what `stages.pretrain` returned) and its folders exist."""
-    exported = stages.read_json(os.path.join(output_dir, stages.EXPORT_JSON))
+    path = os.path.join(output_dir, stages.EXPORT_JSON)
+    exported = stages.read_json(path)
     if not exported:
         return None
     best_step = int(trained.best_eval["global_step"])
@@ -94,8 +113,8 @@ def current_export(trained, output_dir):
     if (exported.get("checkpoint_step") != best_step or
             not all(os.path.isdir(p) for p in folders)):
         return None
-    return dataclasses.replace(
-        stage_results.ExportedModels.from_json(exported), reused=True)
+    exported = _read_back(stage_results.ExportedModels, exported, path)
+    return exported and dataclasses.replace(exported, reused=True)
 
 
 def current_finetune(exported, corpus, output_dir,
@@ -105,8 +124,9 @@ def current_finetune(exported, corpus, output_dir,
     from the current export of the encoder (`exported`, what
     `stages.export_model` returned) with these settings, and the classifier
     they exported exist, for the tasks of `corpus` less the `skipped`."""
-    finetuned = stages.read_json(os.path.join(
-        output_dir, "finetune", stages_downstream.FINETUNE_JSON))
+    path = os.path.join(output_dir, "finetune",
+                        stages_downstream.FINETUNE_JSON)
+    finetuned = stages.read_json(path)
     if not finetuned or "tasks" not in finetuned:
         return None
     settings = {"seeds": list(seeds), "num_train_steps": num_train_steps,
@@ -119,5 +139,5 @@ def current_finetune(exported, corpus, output_dir,
             not all(os.path.isdir(t["classifier"])
                     for t in finetuned["tasks"] if t.get("classifier"))):
         return None
-    return dataclasses.replace(
-        stage_results.DownstreamResults.from_json(finetuned), reused=True)
+    finetuned = _read_back(stage_results.DownstreamResults, finetuned, path)
+    return finetuned and dataclasses.replace(finetuned, reused=True)

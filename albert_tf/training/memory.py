@@ -91,16 +91,23 @@ def describe(numbers, micro_batch):
                 numbers["activations"] / GIB, numbers["total"] / GIB))
 
 
-def log_estimate(config, model, options, num_replicas):
+def log_estimate(config, model, options, num_replicas, dtype):
     """Logs the estimate of one replica's training step (nothing for a
-    model without an `AlbertConfig` or a job without `max_seq_length`)."""
+    model without an `AlbertConfig` or a job without `max_seq_length`).
+
+    Args:
+        config: the model's `AlbertConfig`, or None.
+        model: the built model (its parameter count).
+        options: the job's options (batch, sequence and masking sizes).
+        num_replicas: replicas in sync.
+        dtype: the run's resolved `--dtype`, "float32" or "bfloat16" (a
+            model's own policy does not say it: its layers carry it).
+    """
     seq_length = getattr(options, "max_seq_length", None)
     if config is None or not seq_length:
         return
     micro_batch = (options.train_batch_size // num_replicas
                    // options.gradient_accumulation_steps)
-    dtype = ("bfloat16" if model.dtype_policy.compute_dtype == "bfloat16"
-             else "float32")
     numbers = estimate(config, model.count_params(), seq_length, micro_batch,
                        dtype, options.gradient_accumulation_steps,
                        getattr(options, "max_predictions_per_seq", 0))

@@ -111,8 +111,10 @@ class Trainer:
                              "train.", start, self.options.num_steps)
                 return {"step": start, "timed_out": False, "history": []}
             if self.is_chief:
-                memory.log_estimate(self.config, self.model, self.options,
-                                    self.strategy.num_replicas_in_sync)
+                memory.log_estimate(
+                    self.config, self.model, self.options,
+                    self.strategy.num_replicas_in_sync,
+                    hardware.resolve_dtype(self.options.dtype))
             step, metrics, history, timed_out = self._run(start)
             return {"step": step, "timed_out": timed_out, "history": history,
                     **metrics, **baselines.chance_verdict(
@@ -318,6 +320,8 @@ def build_trainer(task, options, strategy=None):
             built.
     """
     strategy = strategy or tf.distribute.get_strategy()
+    # The Trainer checks again (a few stat calls); here first, so that a
+    # bad flag costs no model build.
     check_run(options, strategy)
     dtype = hardware.resolve_dtype(options.dtype)
     if options.dtype != dtype:
